@@ -1,0 +1,1 @@
+//! Tile framing (being written).
