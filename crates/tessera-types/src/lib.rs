@@ -18,6 +18,7 @@ mod constants;
 mod datatype;
 mod enums;
 mod error;
+pub mod names;
 mod primitive;
 mod reader;
 

@@ -1,0 +1,408 @@
+//! [`LocalStorage`]: a directory on the local file system.
+
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, ErrorKind, Read, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+
+use crate::path::{normalize_non_root, normalize_path, parent};
+use crate::{Entry, Error, Op, Result, Storage, check_range};
+
+/// The suffix of [`LocalStorage::publish`]'s temporary files (whose names also start with
+/// `.`); [`LocalStorage::list`] hides such names.
+const TEMP_SUFFIX: &str = ".tessera-tmp";
+
+/// Makes temporary names unique within the process (the process id separates processes).
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A [`Storage`] over a directory of the local file system, with [`std::fs`].
+///
+/// Paths are resolved below the root given to [`LocalStorage::new`]; a path with a `..`
+/// component or a leading `/` is refused, so nothing outside the root is reached (symbolic
+/// links inside the root are followed, like any file-system tool does). The root need not
+/// exist yet: the first write or [`create_dir`](Storage::create_dir) creates it.
+///
+/// * Ranged reads read exactly the bytes asked for (`pread`, via
+///   [`FileExt::read_exact_at`](std::os::unix::fs::FileExt::read_exact_at) on Unix), never the
+///   whole file. [`read_ranges`](Storage::read_ranges) merges ranges whose gap is at most
+///   [`coalesce_gap`](LocalStorage::with_coalesce_gap) bytes into one read, and hands out
+///   zero-copy slices of it.
+/// * [`publish`](Storage::publish) writes a temporary file in the target's directory, named
+///   `.<name>.<pid>-<n>.tessera-tmp`, syncs it, renames it over the target (atomic on POSIX
+///   file systems) and syncs the directory. [`list`](Storage::list) hides names that start
+///   with `.` and end with `.tessera-tmp`, so the leftovers of a crash stay invisible too.
+/// * [`write`](Storage::write) syncs the file to disk before returning (unless turned off
+///   with [`with_sync`](LocalStorage::with_sync)), so that data files are durable before the
+///   commit file that makes them visible is published.
+#[derive(Debug, Clone)]
+pub struct LocalStorage {
+    root: PathBuf,
+    coalesce_gap: u64,
+    sync: bool,
+}
+
+impl LocalStorage {
+    /// The default [`with_coalesce_gap`](LocalStorage::with_coalesce_gap): 64 KiB.
+    pub const DEFAULT_COALESCE_GAP: u64 = 64 * 1024;
+
+    /// A storage whose paths are relative to the directory `root`. Does no I/O.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        LocalStorage { root: root.into(), coalesce_gap: Self::DEFAULT_COALESCE_GAP, sync: true }
+    }
+
+    /// Sets how many unrequested bytes [`read_ranges`](Storage::read_ranges) may read between
+    /// two ranges to serve both with one read (0 merges only touching or overlapping ranges).
+    #[must_use]
+    pub fn with_coalesce_gap(mut self, gap: u64) -> Self {
+        self.coalesce_gap = gap;
+        self
+    }
+
+    /// Sets whether writes and publishes are synced to disk (`fsync`) before returning; on by
+    /// default. Turning it off is for tests and scratch data: a publish stays atomic for
+    /// readers, but may not survive a crash.
+    #[must_use]
+    pub fn with_sync(mut self, sync: bool) -> Self {
+        self.sync = sync;
+        self
+    }
+
+    /// The root directory.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The file-system path of a canonical key.
+    fn resolve(&self, key: &str) -> PathBuf {
+        if key.is_empty() { self.root.clone() } else { self.root.join(key) }
+    }
+
+    /// Opens the object at `key` for reading and returns it with its size.
+    fn open(&self, op: Op, path: &str, key: &str) -> Result<(File, u64)> {
+        let file = File::open(self.resolve(key)).map_err(|e| lookup_error(op, path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(op, path, e))?;
+        if meta.is_dir() {
+            return Err(is_a_directory(op, path));
+        }
+        Ok((file, meta.len()))
+    }
+
+    /// Creates the directory `key` (the parent of what `op` writes) and its ancestors.
+    fn create_parent(&self, op: Op, path: &str, key: &str) -> Result<()> {
+        fs::create_dir_all(self.resolve(key)).map_err(|e| {
+            if e.kind() == ErrorKind::AlreadyExists {
+                // `create_dir_all` says this when the directory's own path is a file.
+                not_a_directory(op, path)
+            } else {
+                Error::io(op, path, e)
+            }
+        })
+    }
+
+    fn stat(&self, op: Op, path: &str, key: &str) -> Result<Option<Metadata>> {
+        stat(&self.resolve(key)).map_err(|e| Error::io(op, path, e))
+    }
+
+    /// Writes `data` to a fresh temporary file in `dir` and returns the file's path.
+    fn write_temp(
+        &self,
+        op: Op,
+        path: &str,
+        dir: &Path,
+        name: &str,
+        data: &[u8],
+    ) -> Result<PathBuf> {
+        // Keep the name short enough for NAME_MAX whatever the target's name is.
+        let mut cut = name.len().min(128);
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (tmp, mut file) = loop {
+            let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let tmp =
+                dir.join(format!(".{}.{}-{n}{TEMP_SUFFIX}", &name[..cut], std::process::id()));
+            match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+                Ok(file) => break (tmp, file),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io(op, path, e)),
+            }
+        };
+        let written =
+            file.write_all(data).and_then(|()| if self.sync { file.sync_all() } else { Ok(()) });
+        if let Err(e) = written {
+            drop(file);
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::io(op, path, e));
+        }
+        Ok(tmp)
+    }
+}
+
+/// The metadata of `path` (following symbolic links), or `None` if nothing is there,
+/// including when the path runs through a file.
+fn stat(path: &Path) -> io::Result<Option<Metadata>> {
+    match fs::metadata(path) {
+        Ok(meta) => Ok(Some(meta)),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// An error from looking a path up: "through a file" is "not found".
+fn lookup_error(op: Op, path: &str, e: io::Error) -> Error {
+    if e.kind() == ErrorKind::NotADirectory {
+        Error::io(op, path, io::Error::new(ErrorKind::NotFound, e))
+    } else {
+        Error::io(op, path, e)
+    }
+}
+
+fn is_a_directory(op: Op, path: &str) -> Error {
+    Error::io_kind(op, path, ErrorKind::IsADirectory, "is a directory")
+}
+
+fn not_a_directory(op: Op, path: &str) -> Error {
+    Error::io_kind(op, path, ErrorKind::NotADirectory, "not a directory (or a parent is not)")
+}
+
+fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(TEMP_SUFFIX)
+}
+
+/// Fills `buf` from `file` at `offset`.
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, offset)
+}
+
+/// Fills `buf` from `file` at `offset`.
+#[cfg(not(unix))]
+fn read_at(mut file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
+
+/// Reads bytes `range` of `file`.
+fn read_exact_range(file: &File, range: Range<usize>) -> io::Result<Bytes> {
+    let mut buf = vec![0; range.len()];
+    read_at(file, &mut buf, range.start as u64)?;
+    Ok(Bytes::from(buf))
+}
+
+impl Storage for LocalStorage {
+    fn read(&self, path: &str) -> Result<Bytes> {
+        let key = normalize_path(Op::Read, path)?;
+        let (mut file, size) = self.open(Op::Read, path, &key)?;
+        let mut buf = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        file.read_to_end(&mut buf).map_err(|e| Error::io(Op::Read, path, e))?;
+        Ok(Bytes::from(buf))
+    }
+
+    fn read_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
+        let key = normalize_path(Op::ReadRange, path)?;
+        let (file, size) = self.open(Op::ReadRange, path, &key)?;
+        let r = check_range(Op::ReadRange, path, &range, size)?;
+        read_exact_range(&file, r).map_err(|e| Error::io(Op::ReadRange, path, e))
+    }
+
+    fn read_ranges(&self, path: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let op = Op::ReadRanges;
+        let key = normalize_path(op, path)?;
+        let (file, size) = self.open(op, path, &key)?;
+        let checked = ranges
+            .iter()
+            .map(|range| check_range(op, path, range, size))
+            .collect::<Result<Vec<_>>>()?;
+        let gap = usize::try_from(self.coalesce_gap).unwrap_or(usize::MAX);
+        let mut order: Vec<usize> =
+            (0..checked.len()).filter(|&i| !checked[i].is_empty()).collect();
+        order.sort_by_key(|&i| checked[i].start);
+        let mut out = vec![Bytes::new(); checked.len()];
+        let mut group = order.as_slice();
+        while let Some(&first) = group.first() {
+            // Extend the run while the next range starts within `gap` of its end.
+            let start = checked[first].start;
+            let mut end = checked[first].end;
+            let mut len = 1;
+            while let Some(&next) = group.get(len) {
+                if checked[next].start > end.saturating_add(gap) {
+                    break;
+                }
+                end = end.max(checked[next].end);
+                len += 1;
+            }
+            let chunk = read_exact_range(&file, start..end).map_err(|e| Error::io(op, path, e))?;
+            for &i in &group[..len] {
+                out[i] = chunk.slice(checked[i].start - start..checked[i].end - start);
+            }
+            group = &group[len..];
+        }
+        Ok(out)
+    }
+
+    fn size(&self, path: &str) -> Result<u64> {
+        let key = normalize_path(Op::Size, path)?;
+        match self.stat(Op::Size, path, &key)? {
+            None => Err(Error::not_found(Op::Size, path)),
+            Some(meta) if meta.is_dir() => Err(is_a_directory(Op::Size, path)),
+            Some(meta) => Ok(meta.len()),
+        }
+    }
+
+    fn exists(&self, path: &str) -> Result<bool> {
+        let key = normalize_path(Op::Exists, path)?;
+        Ok(self.stat(Op::Exists, path, &key)?.is_some())
+    }
+
+    fn is_dir(&self, path: &str) -> Result<bool> {
+        let key = normalize_path(Op::IsDir, path)?;
+        Ok(self.stat(Op::IsDir, path, &key)?.is_some_and(|meta| meta.is_dir()))
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<Entry>> {
+        let op = Op::List;
+        let key = normalize_path(op, dir)?;
+        match self.stat(op, dir, &key)? {
+            None => return Err(Error::not_found(op, dir)),
+            Some(meta) if !meta.is_dir() => return Err(not_a_directory(op, dir)),
+            Some(_) => {}
+        }
+        let read_dir = fs::read_dir(self.resolve(&key)).map_err(|e| lookup_error(op, dir, e))?;
+        let mut entries = Vec::new();
+        for dir_entry in read_dir {
+            let dir_entry = dir_entry.map_err(|e| Error::io(op, dir, e))?;
+            let file_name = dir_entry.file_name();
+            let Some(name) = file_name.to_str() else {
+                return Err(Error::io_kind(
+                    op,
+                    dir,
+                    ErrorKind::InvalidData,
+                    &format!("the directory holds a name that is not UTF-8: {file_name:?}"),
+                ));
+            };
+            if is_temp_name(name) {
+                continue;
+            }
+            // Follow symbolic links; skip what vanished since `read_dir` (or dangles).
+            let Some(meta) = stat(&dir_entry.path()).map_err(|e| Error::io(op, dir, e))? else {
+                continue;
+            };
+            entries.push(if meta.is_dir() {
+                Entry::dir(name)
+            } else {
+                Entry::file(name, meta.len())
+            });
+        }
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    fn write(&self, path: &str, data: Bytes) -> Result<()> {
+        let op = Op::Write;
+        let key = normalize_non_root(op, path)?;
+        self.create_parent(op, path, parent(&key))?;
+        let target = self.resolve(&key);
+        let mut file = File::create(&target).map_err(|e| {
+            if target.is_dir() { is_a_directory(op, path) } else { Error::io(op, path, e) }
+        })?;
+        file.write_all(&data)
+            .and_then(|()| if self.sync { file.sync_all() } else { Ok(()) })
+            .map_err(|e| Error::io(op, path, e))
+    }
+
+    fn create_dir(&self, path: &str) -> Result<()> {
+        let key = normalize_path(Op::CreateDir, path)?;
+        fs::create_dir_all(self.resolve(&key)).map_err(|e| Error::io(Op::CreateDir, path, e))
+    }
+
+    fn remove(&self, path: &str) -> Result<()> {
+        let op = Op::Remove;
+        let key = normalize_non_root(op, path)?;
+        let target = self.resolve(&key);
+        fs::remove_file(&target).map_err(|e| {
+            if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) {
+                lookup_error(op, path, e)
+            } else if target.is_dir() {
+                is_a_directory(op, path)
+            } else {
+                Error::io(op, path, e)
+            }
+        })
+    }
+
+    fn remove_dir_all(&self, dir: &str) -> Result<()> {
+        let op = Op::RemoveDirAll;
+        let key = normalize_non_root(op, dir)?;
+        match self.stat(op, dir, &key)? {
+            None => return Err(Error::not_found(op, dir)),
+            Some(meta) if !meta.is_dir() => return Err(not_a_directory(op, dir)),
+            Some(_) => {}
+        }
+        fs::remove_dir_all(self.resolve(&key)).map_err(|e| Error::io(op, dir, e))
+    }
+
+    fn publish(&self, path: &str, data: Bytes) -> Result<()> {
+        let op = Op::Publish;
+        let key = normalize_non_root(op, path)?;
+        let parent_key = parent(&key);
+        self.create_parent(op, path, parent_key)?;
+        let target = self.resolve(&key);
+        if target.is_dir() {
+            return Err(is_a_directory(op, path));
+        }
+        let dir = self.resolve(parent_key);
+        let name = &key[key.rfind('/').map_or(0, |i| i + 1)..];
+        let tmp = self.write_temp(op, path, &dir, name, &data)?;
+        if let Err(e) = fs::rename(&tmp, &target) {
+            let _ = fs::remove_file(&tmp);
+            return Err(if target.is_dir() {
+                is_a_directory(op, path)
+            } else {
+                Error::io(op, path, e)
+            });
+        }
+        if self.sync {
+            // Make the rename itself durable.
+            File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(op, path, e))?;
+        }
+        Ok(())
+    }
+
+    fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let op = Op::Rename;
+        let src = normalize_non_root(op, from)?;
+        let dst = normalize_non_root(op, to)?;
+        let Some(src_meta) = self.stat(op, from, &src)? else {
+            return Err(Error::not_found(op, from));
+        };
+        if src == dst {
+            return Ok(());
+        }
+        let exists_error = |message| Error::io_kind(op, to, ErrorKind::AlreadyExists, message);
+        match self.stat(op, to, &dst)? {
+            Some(meta) if meta.is_dir() => {
+                return Err(exists_error("the destination is a directory"));
+            }
+            Some(_) if src_meta.is_dir() => {
+                return Err(exists_error("the destination is an object"));
+            }
+            _ => {}
+        }
+        if src_meta.is_dir() && dst.starts_with(&format!("{src}/")) {
+            return Err(Error::io_kind(
+                op,
+                to,
+                ErrorKind::InvalidInput,
+                "cannot move a directory into itself",
+            ));
+        }
+        self.create_parent(op, to, parent(&dst))?;
+        fs::rename(self.resolve(&src), self.resolve(&dst)).map_err(|e| lookup_error(op, from, e))
+    }
+}

@@ -1,0 +1,207 @@
+//! Project automation for Tessera, run as `cargo xtask <command>`.
+//!
+//! * `venv`: create the reference Python environment (`target/reference-venv`, tiledb-py
+//!   0.36.1 = libtiledb 2.30.0) if it is missing; quick when it is there.
+//! * `fixtures`: regenerate the golden fixtures under `testdata/` with the reference library
+//!   (`xtask/fixtures/generate.py`), then check them.
+//! * `conformance`: re-read every fixture with the reference library and compare it with its
+//!   expected cells and the manifest (`xtask/fixtures/check.py`).
+//! * `test`: `cargo test --workspace`, then `conformance`. This is the project's test command.
+//!
+//! Every command that needs Python creates the venv first; nothing is installed system-wide.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+/// The packages of the reference environment. Changing this list rebuilds the venv.
+const REFERENCE_PACKAGES: &[&str] = &["tiledb==0.36.1", "numpy==2.4.6"];
+/// Checked after installation: (tiledb-py version, libtiledb version).
+const EXPECTED_VERSIONS: &str = "0.36.1 2.30.0";
+/// Written into the venv once it is complete; holds the package list it was built from.
+const STAMP_FILE: &str = ".tessera-reference";
+/// The directories under `testdata/` that the generator owns (deleted before regenerating).
+const GENERATED_DIRS: &[&str] = &["filters"];
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Tessera project automation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Create the reference venv (target/reference-venv) if missing, and print its python.
+    Venv,
+    /// Delete and regenerate the golden fixtures in testdata/ with libtiledb, then check them.
+    Fixtures,
+    /// Re-read every fixture with libtiledb and compare with the committed expectations.
+    Conformance,
+    /// Run `cargo test --workspace`, then the conformance check. Extra arguments after `--`
+    /// go to `cargo test`.
+    Test {
+        /// Arguments passed on to `cargo test --workspace`.
+        #[arg(last = true)]
+        cargo_args: Vec<OsString>,
+    },
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main() -> Result<()> {
+    let cli = Cli::parse();
+    let root = workspace_root()?;
+    match cli.command {
+        Cmd::Venv => {
+            let python = ensure_venv(&root)?;
+            println!("{}", python.display());
+        }
+        Cmd::Fixtures => fixtures(&root)?,
+        Cmd::Conformance => conformance(&root)?,
+        Cmd::Test { cargo_args } => {
+            ensure_venv(&root)?;
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.current_dir(&root).args(["test", "--workspace"]).args(&cargo_args);
+            run(&mut cmd, "cargo test --workspace")?;
+            conformance(&root)?;
+        }
+    }
+    Ok(())
+}
+
+/// The repository root: the parent of this crate's directory.
+fn workspace_root() -> Result<PathBuf> {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest_dir.parent().context("xtask has no parent directory")?;
+    Ok(root.to_path_buf())
+}
+
+/// The python executable inside a venv.
+fn venv_python(venv: &Path) -> PathBuf {
+    if cfg!(windows) {
+        venv.join("Scripts").join("python.exe")
+    } else {
+        venv.join("bin").join("python")
+    }
+}
+
+/// Create `target/reference-venv` unless a complete one built from `REFERENCE_PACKAGES` is
+/// there. Returns the venv's python.
+fn ensure_venv(root: &Path) -> Result<PathBuf> {
+    let venv = root.join("target").join("reference-venv");
+    let python = venv_python(&venv);
+    let stamp = venv.join(STAMP_FILE);
+    let wanted = REFERENCE_PACKAGES.join("\n");
+    if python.is_file() && fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
+        return Ok(python);
+    }
+    if venv.exists() {
+        println!("xtask: removing incomplete or outdated {}", venv.display());
+        fs::remove_dir_all(&venv).with_context(|| format!("removing {}", venv.display()))?;
+    }
+    let base = std::env::var_os("TESSERA_PYTHON").unwrap_or_else(|| "python3".into());
+    println!(
+        "xtask: creating the reference venv {} ({})",
+        venv.display(),
+        REFERENCE_PACKAGES.join(", ")
+    );
+    let mut cmd = Command::new(&base);
+    cmd.arg("-m").arg("venv").arg(&venv);
+    run(&mut cmd, "python3 -m venv (set TESSERA_PYTHON to use another interpreter)")?;
+    let mut cmd = Command::new(&python);
+    cmd.args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--progress-bar",
+        "off",
+    ])
+    .args(REFERENCE_PACKAGES);
+    run(&mut cmd, "pip install of the reference packages")?;
+    let out = Command::new(&python)
+        .args([
+            "-c",
+            "import tiledb, numpy; \
+             print(tiledb.__version__, '.'.join(map(str, tiledb.libtiledb.version())))",
+        ])
+        .output()
+        .context("running the venv python")?;
+    let versions = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || versions.trim() != EXPECTED_VERSIONS {
+        bail!(
+            "the reference venv has tiledb {:?} (want {EXPECTED_VERSIONS}): {}",
+            versions.trim(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    fs::write(&stamp, wanted).with_context(|| format!("writing {}", stamp.display()))?;
+    println!("xtask: reference venv ready (tiledb-py, libtiledb: {})", versions.trim());
+    Ok(python)
+}
+
+/// Regenerate every fixture directory the generator owns, then check the result.
+fn fixtures(root: &Path) -> Result<()> {
+    let python = ensure_venv(root)?;
+    let testdata = root.join("testdata");
+    for dir in GENERATED_DIRS {
+        let path = testdata.join(dir);
+        if path.exists() {
+            println!("xtask: deleting {}", path.display());
+            fs::remove_dir_all(&path).with_context(|| format!("deleting {}", path.display()))?;
+        }
+    }
+    fs::create_dir_all(&testdata)?;
+    println!("xtask: generating fixtures with libtiledb into {}", testdata.display());
+    let mut cmd = python_script(&python, root, "generate.py");
+    cmd.arg("--out").arg(&testdata);
+    run(&mut cmd, "xtask/fixtures/generate.py")?;
+    conformance_with(&python, root)
+}
+
+/// Ensure the venv, then run the fixture checker.
+fn conformance(root: &Path) -> Result<()> {
+    let python = ensure_venv(root)?;
+    conformance_with(&python, root)
+}
+
+fn conformance_with(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: checking the fixtures in testdata/ against libtiledb");
+    let mut cmd = python_script(python, root, "check.py");
+    cmd.arg("--testdata").arg(root.join("testdata"));
+    run(&mut cmd, "conformance check (xtask/fixtures/check.py)")
+}
+
+/// A command running one of the committed scripts in `xtask/fixtures/` with the venv python.
+fn python_script(python: &Path, root: &Path, script: &str) -> Command {
+    let mut cmd = Command::new(python);
+    cmd.current_dir(root)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONHASHSEED", "0")
+        .arg(root.join("xtask").join("fixtures").join(script));
+    cmd
+}
+
+/// Run a command with inherited stdio; fail if it cannot start or exits non-zero.
+fn run(cmd: &mut Command, what: &str) -> Result<()> {
+    let status = cmd.status().with_context(|| format!("could not start {what}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
+}
