@@ -7,15 +7,22 @@ use crate::{Error, Filter, FilterCodec, Result};
 pub(crate) mod bit_width_reduction;
 pub(crate) mod bitshuffle;
 pub(crate) mod byteshuffle;
+pub(crate) mod bzip2;
 pub(crate) mod checksum;
 pub(crate) mod compression;
+pub(crate) mod delta;
 pub(crate) mod dictionary;
+pub(crate) mod double_delta;
+pub(crate) mod gzip;
+pub(crate) mod lz4;
 pub(crate) mod noop;
 pub(crate) mod positive_delta;
 pub(crate) mod rle;
 pub(crate) mod scale_float;
+pub(crate) mod util;
 pub(crate) mod webp;
 pub(crate) mod xor;
+pub(crate) mod zstd;
 
 /// The codec for `filter` (see [`Filter::codec`]).
 pub(crate) fn build(filter: &Filter) -> Result<Box<dyn FilterCodec>> {

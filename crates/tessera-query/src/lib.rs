@@ -1,0 +1,29 @@
+//! The Tessera engine: arrays on a [`Storage`](tessera_storage::Storage) backend.
+//!
+//! [`Array::create`] lays an array out exactly as libtiledb 2.30 does; [`Array::open`] finds
+//! the schema in force (the newest under `__schema/`, or the newest at a timestamp) and its
+//! enumerations.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tessera_query::Array;
+//! use tessera_schema::{ArraySchema, Attribute, Dimension};
+//! use tessera_storage::MemoryStorage;
+//! use tessera_types::{ArrayType, Datatype};
+//!
+//! let storage = Arc::new(MemoryStorage::new());
+//! let schema = ArraySchema::builder(ArrayType::Sparse)
+//!     .dimension(Dimension::new("x", Datatype::Int64).domain_i64(0, 999).tile_i64(100))
+//!     .attribute(Attribute::new("v", Datatype::Float64))
+//!     .build()?;
+//! Array::create(storage.clone(), &schema, &[])?;
+//! let array = Array::open(storage)?;
+//! assert_eq!(array.schema(), &schema);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod array;
+mod error;
+
+pub use array::{Array, dirs};
+pub use error::{Error, Result};

@@ -1,0 +1,122 @@
+//! Creating and opening arrays on both storage backends.
+
+use std::sync::Arc;
+
+use tessera_query::{Array, Error, dirs};
+use tessera_schema::{ArraySchema, Attribute, Dimension, Enumeration, EnumerationRef};
+use tessera_storage::{LocalStorage, MemoryStorage, Storage};
+use tessera_types::names::TimestampedName;
+use tessera_types::{ArrayType, CELL_VAL_NUM_VAR, Datatype};
+
+fn schema() -> (ArraySchema, Vec<Enumeration>) {
+    let colors = Enumeration {
+        name: "colors".into(),
+        path: String::new(),
+        datatype: Datatype::StringUtf8,
+        cell_val_num: CELL_VAL_NUM_VAR,
+        ordered: false,
+        data: b"redgreenblue".to_vec(),
+        offsets: Some(vec![0, 3, 8]),
+    };
+    let mut color = Attribute::new("color", Datatype::UInt8);
+    color.enumeration = Some("colors".into());
+    let schema = ArraySchema::builder(ArrayType::Dense)
+        .dimension(Dimension::new("rows", Datatype::Int32).domain_i64(1, 100).tile_i64(10))
+        .attribute(Attribute::new("a", Datatype::Float64))
+        .attribute(color)
+        .enumeration(EnumerationRef { name: "colors".into(), path: String::new() })
+        .build()
+        .unwrap();
+    (schema, vec![colors])
+}
+
+fn create_and_open(storage: Arc<dyn Storage>) {
+    let (schema, enums) = schema();
+    Array::create_at(storage.clone(), &schema, &enums, 1_700_000_000_000).unwrap();
+    // The layout libtiledb makes.
+    for d in dirs::ALL {
+        assert!(storage.is_dir(d).unwrap(), "{d}");
+    }
+    let files = storage.list(dirs::SCHEMA).unwrap();
+    let schema_files: Vec<_> = files.iter().filter(|e| !e.is_dir).collect();
+    assert_eq!(schema_files.len(), 1);
+    let name = TimestampedName::parse(&schema_files[0].name).unwrap();
+    assert_eq!((name.t1, name.t2, name.version), (1_700_000_000_000, 1_700_000_000_000, None));
+    let enum_files = storage.list(dirs::ENUMERATIONS).unwrap();
+    assert_eq!(enum_files.len(), 1);
+    assert!(enum_files[0].name.starts_with("__") && enum_files[0].name.ends_with("_0"));
+    assert_eq!(enum_files[0].name.len(), 2 + 32 + 2);
+
+    let array = Array::open(storage.clone()).unwrap();
+    let mut expected = schema.clone();
+    expected.enumerations[0].path = enum_files[0].name.clone();
+    assert_eq!(array.schema(), &expected);
+    assert_eq!(array.enumerations()[0].data, b"redgreenblue");
+    assert_eq!(array.enumerations()[0].path, enum_files[0].name);
+
+    assert!(matches!(Array::create(storage.clone(), &schema, &enums), Err(Error::AlreadyExists)));
+    assert!(matches!(Array::open_at(storage, 5), Err(Error::NoSchemaAt(5))));
+}
+
+#[test]
+fn create_and_open_in_memory() {
+    create_and_open(Arc::new(MemoryStorage::new()));
+}
+
+#[test]
+fn create_and_open_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    create_and_open(Arc::new(LocalStorage::new(dir.path().join("arr"))));
+}
+
+#[test]
+fn schema_evolution_opens_the_newest_schema_and_older_ones_by_time() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let (schema, enums) = schema();
+    Array::create_at(storage.clone(), &schema, &enums, 100).unwrap();
+    let mut evolved = Array::open(storage.clone()).unwrap().schema().clone();
+    evolved.attributes.push(Attribute::new("b", Datatype::Int8));
+    let name = TimestampedName::generate(200, 200, None);
+    storage.write(&format!("__schema/{name}"), evolved.to_file().unwrap().into()).unwrap();
+
+    let now = Array::open(storage.clone()).unwrap();
+    assert_eq!(now.schema().attributes.len(), 3);
+    assert_eq!(now.schema_names().len(), 2);
+    assert_eq!(now.schema_name(), &name);
+    let then = Array::open_at(storage, 150).unwrap();
+    assert_eq!(then.schema().attributes.len(), 2);
+}
+
+#[test]
+fn open_fails_clearly() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    assert!(matches!(Array::open(storage.clone()), Err(Error::NotAnArray(_))));
+    storage.write("__array_schema.tdb", vec![0u8; 10].into()).unwrap();
+    let err = Array::open(storage.clone()).unwrap_err().to_string();
+    assert!(err.contains("before format version 10"), "{err}");
+
+    // A schema of a format version newer than 22.
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let (schema, _) = schema();
+    let mut payload = ArraySchema { enumerations: vec![], ..schema.clone() };
+    payload.attributes.truncate(1);
+    let mut bytes = payload.to_bytes();
+    bytes[0] = 23;
+    let file = tessera_tile::write_generic_tile(&bytes, 22).unwrap();
+    storage
+        .write(&format!("__schema/{}", TimestampedName::generate(1, 1, None)), file.into())
+        .unwrap();
+    let err = Array::open(storage.clone()).unwrap_err();
+    assert!(matches!(err, Error::Unsupported(_)), "{err}");
+    assert!(err.to_string().contains("format version 23"), "{err}");
+
+    // A corrupt schema file names the file and the offset.
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let mut bytes = payload.to_bytes();
+    bytes.truncate(40);
+    let file = tessera_tile::write_generic_tile(&bytes, 22).unwrap();
+    let name = TimestampedName::generate(1, 1, None);
+    storage.write(&format!("__schema/{name}"), file.into()).unwrap();
+    let err = Array::open(storage).unwrap_err().to_string();
+    assert!(err.contains(&format!("__schema/{name}")) && err.contains("offset"), "{err}");
+}

@@ -1,0 +1,301 @@
+//! The checks libtiledb makes before it accepts a schema, and the implicit values it fills in.
+
+use std::collections::HashSet;
+
+use tessera_types::{ArrayType, CELL_VAL_NUM_VAR, Datatype, Layout};
+
+use crate::{ArraySchema, Dimension, Error, Result, Value};
+
+/// Datatypes TileDB allows for dimensions.
+pub(crate) fn is_dimension_type(dt: Datatype) -> bool {
+    dt.is_integer()
+        || dt.is_float()
+        || dt.is_datetime()
+        || dt.is_time()
+        || dt == Datatype::StringAscii
+}
+
+/// Gives every fixed-size dimension without a tile extent the extent libtiledb stores:
+/// the domain's range (+1 for integers), unless the cell order is Hilbert.
+pub(crate) fn fill_default_extents(schema: &mut ArraySchema) -> Result<()> {
+    if schema.cell_order == Layout::Hilbert {
+        return Ok(());
+    }
+    for d in &mut schema.dimensions {
+        if d.tile_extent.is_some() || d.is_var() {
+            continue;
+        }
+        let Some([lo, hi]) = d.domain_values()? else { continue };
+        let mut out = Vec::new();
+        if d.datatype.is_float() {
+            let (lo, hi) = (lo.as_f64().unwrap_or(0.0), hi.as_f64().unwrap_or(0.0));
+            Value::Float(hi - lo).encode(d.datatype, &mut out)?;
+        } else {
+            let (lo, hi) = (lo.as_i128().unwrap_or(0), hi.as_i128().unwrap_or(0));
+            let full = hi - lo + 1;
+            let v = i64::try_from(full).ok().map_or(Value::UInt(full as u64), Value::Int);
+            if v.encode(d.datatype, &mut out).is_err() {
+                out.clear();
+                // The range does not fit the type: keep the largest extent that does.
+                Value::Int(i64::try_from(hi - lo).unwrap_or(i64::MAX))
+                    .encode(d.datatype, &mut out)?;
+            }
+        }
+        d.tile_extent = Some(out);
+    }
+    Ok(())
+}
+
+pub(crate) fn validate(s: &ArraySchema) -> Result<()> {
+    let dense = s.array_type == ArrayType::Dense;
+    if s.dimensions.is_empty() {
+        return Err(Error::invalid("the domain has no dimensions"));
+    }
+    if !matches!(s.tile_order, Layout::RowMajor | Layout::ColMajor) {
+        return Err(Error::invalid(format!(
+            "tile order {} is not row-major or col-major",
+            s.tile_order
+        )));
+    }
+    match s.cell_order {
+        Layout::RowMajor | Layout::ColMajor => {}
+        Layout::Hilbert if !dense => {}
+        Layout::Hilbert => {
+            return Err(Error::invalid("Hilbert cell order is only allowed in sparse arrays"));
+        }
+        l => {
+            return Err(Error::invalid(format!(
+                "cell order {l} is not row-major, col-major or hilbert"
+            )));
+        }
+    }
+    if s.capacity == 0 {
+        return Err(Error::invalid("capacity cannot be 0"));
+    }
+    if dense && s.allows_duplicates {
+        return Err(Error::invalid("dense arrays cannot allow duplicates"));
+    }
+    if dense && s.attributes.is_empty() {
+        return Err(Error::invalid("a dense array needs at least one attribute"));
+    }
+
+    let mut names = HashSet::new();
+    let all_names =
+        s.dimensions.iter().map(|d| &d.name).chain(s.attributes.iter().map(|a| &a.name));
+    for name in all_names {
+        if name.is_empty() {
+            return Err(Error::invalid("dimension and attribute names cannot be empty"));
+        }
+        if name.starts_with("__") {
+            return Err(Error::invalid(format!(
+                "name {name:?} is reserved (names cannot start with \"__\")"
+            )));
+        }
+        if !names.insert(name.as_str()) {
+            return Err(Error::invalid(format!("duplicate dimension or attribute name {name:?}")));
+        }
+    }
+
+    for d in &s.dimensions {
+        validate_dimension(d, dense, s.cell_order)?;
+    }
+    if dense {
+        let first = s.dimensions[0].datatype;
+        if let Some(d) = s.dimensions.iter().find(|d| d.datatype != first) {
+            return Err(Error::invalid(format!(
+                "dense arrays need all dimensions of one datatype ({} is {}, {} is {first})",
+                d.name, d.datatype, s.dimensions[0].name
+            )));
+        }
+    }
+
+    let enum_names: HashSet<&str> = s.enumerations.iter().map(|e| e.name.as_str()).collect();
+    for a in &s.attributes {
+        if a.cell_val_num == 0 {
+            return Err(Error::invalid(format!(
+                "attribute {:?}: cell_val_num cannot be 0",
+                a.name
+            )));
+        }
+        if a.datatype == Datatype::Any && a.cell_val_num != CELL_VAL_NUM_VAR {
+            return Err(Error::invalid(format!(
+                "attribute {:?}: datatype any must be var-sized",
+                a.name
+            )));
+        }
+        let type_size = a.datatype.size();
+        let fill_ok = match a.cell_size() {
+            Some(size) => a.fill_value.len() == size,
+            None => !a.fill_value.is_empty() && a.fill_value.len() % type_size == 0,
+        };
+        if !fill_ok {
+            return Err(Error::invalid(format!(
+                "attribute {:?}: fill value of {} bytes does not match a cell of {} x {}",
+                a.name,
+                a.fill_value.len(),
+                if a.is_var() { "var".to_owned() } else { a.cell_val_num.to_string() },
+                a.datatype
+            )));
+        }
+        if let Some(e) = &a.enumeration {
+            if !enum_names.contains(e.as_str()) {
+                return Err(Error::invalid(format!(
+                    "attribute {:?}: enumeration {e:?} is not in the schema",
+                    a.name
+                )));
+            }
+            if !(a.datatype.is_integer()) || a.cell_val_num != 1 {
+                return Err(Error::invalid(format!(
+                    "attribute {:?}: an enumeration attribute must hold one integer per cell",
+                    a.name
+                )));
+            }
+        }
+    }
+
+    if let Some(cd) = &s.current_domain {
+        if cd.ranges.len() != s.dimensions.len() {
+            return Err(Error::invalid(format!(
+                "current domain has {} ranges for {} dimensions",
+                cd.ranges.len(),
+                s.dimensions.len()
+            )));
+        }
+        for (d, [lo, hi]) in s.dimensions.iter().zip(&cd.ranges) {
+            if d.is_var() {
+                if lo > hi {
+                    return Err(Error::invalid(format!(
+                        "current domain of {:?}: low is above high",
+                        d.name
+                    )));
+                }
+                continue;
+            }
+            let (l, h) = (Value::decode(d.datatype, lo)?, Value::decode(d.datatype, hi)?);
+            let Some([dl, dh]) = d.domain_values()? else { continue };
+            if cmp(&l, &h).is_gt() || cmp(&l, &dl).is_lt() || cmp(&h, &dh).is_gt() {
+                return Err(Error::invalid(format!(
+                    "current domain of {:?} must be a non-empty range inside the domain",
+                    d.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
+    match (a.as_i128(), b.as_i128(), a, b) {
+        (Some(x), Some(y), Value::Int(_) | Value::UInt(_), Value::Int(_) | Value::UInt(_)) => {
+            x.cmp(&y)
+        }
+        _ => a
+            .as_f64()
+            .unwrap_or(f64::NAN)
+            .partial_cmp(&b.as_f64().unwrap_or(f64::NAN))
+            .unwrap_or(std::cmp::Ordering::Equal),
+    }
+}
+
+fn validate_dimension(d: &Dimension, dense: bool, cell_order: Layout) -> Result<()> {
+    let name = &d.name;
+    if !is_dimension_type(d.datatype) {
+        return Err(Error::invalid(format!(
+            "dimension {name:?}: datatype {} is not allowed for dimensions",
+            d.datatype
+        )));
+    }
+    if dense && !(d.datatype.is_integer() || d.datatype.is_datetime() || d.datatype.is_time()) {
+        return Err(Error::invalid(format!(
+            "dimension {name:?}: dense arrays need integer or datetime dimensions, not {}",
+            d.datatype
+        )));
+    }
+    if d.datatype == Datatype::StringAscii {
+        if !d.is_var() {
+            return Err(Error::invalid(format!(
+                "dimension {name:?}: string dimensions must be var-sized"
+            )));
+        }
+        if d.domain.is_some() {
+            return Err(Error::invalid(format!(
+                "dimension {name:?}: string dimensions cannot have a domain"
+            )));
+        }
+        if d.tile_extent.is_some() {
+            return Err(Error::invalid(format!(
+                "dimension {name:?}: string dimensions cannot have a tile extent"
+            )));
+        }
+        return Ok(());
+    }
+    if d.cell_val_num != 1 {
+        return Err(Error::invalid(format!("dimension {name:?}: cell_val_num must be 1")));
+    }
+    let size = d.datatype.size();
+    let Some([lo_b, hi_b]) = &d.domain else {
+        return Err(Error::invalid(format!("dimension {name:?}: the domain is empty")));
+    };
+    if lo_b.len() != size || hi_b.len() != size {
+        return Err(Error::invalid(format!(
+            "dimension {name:?}: domain bounds do not fit {}",
+            d.datatype
+        )));
+    }
+    let lo = Value::decode(d.datatype, lo_b)?;
+    let hi = Value::decode(d.datatype, hi_b)?;
+    if d.datatype.is_float() {
+        let (l, h) = (lo.as_f64().unwrap_or(f64::NAN), hi.as_f64().unwrap_or(f64::NAN));
+        if !l.is_finite() || !h.is_finite() {
+            return Err(Error::invalid(format!("dimension {name:?}: the domain must be finite")));
+        }
+        if l > h {
+            return Err(Error::invalid(format!(
+                "dimension {name:?}: domain low {l} is above high {h}"
+            )));
+        }
+        if let Some(e) = d.tile_extent_value()? {
+            let e = e.as_f64().unwrap_or(f64::NAN);
+            if !(e > 0.0) {
+                return Err(Error::invalid(format!(
+                    "dimension {name:?}: tile extent must be positive"
+                )));
+            }
+            if e > h - l {
+                return Err(Error::invalid(format!(
+                    "dimension {name:?}: tile extent {e} exceeds the domain range"
+                )));
+            }
+        }
+    } else {
+        let (l, h) = (lo.as_i128().unwrap_or(0), hi.as_i128().unwrap_or(0));
+        if l > h {
+            return Err(Error::invalid(format!(
+                "dimension {name:?}: domain low {l} is above high {h}"
+            )));
+        }
+        if h - l + 1 > i128::from(u64::MAX) {
+            return Err(Error::invalid(format!(
+                "dimension {name:?}: the domain range exceeds 2^64 - 1"
+            )));
+        }
+        if let Some(e) = d.tile_extent_value()? {
+            let e = e.as_i128().unwrap_or(0);
+            if e <= 0 {
+                return Err(Error::invalid(format!(
+                    "dimension {name:?}: tile extent must be positive"
+                )));
+            }
+            if e > h - l + 1 {
+                return Err(Error::invalid(format!(
+                    "dimension {name:?}: tile extent {e} exceeds the domain range [{l}, {h}]"
+                )));
+            }
+        } else if dense && cell_order != Layout::Hilbert {
+            return Err(Error::invalid(format!(
+                "dimension {name:?}: dense dimensions need a tile extent"
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,443 @@
+//! The chunk framing of a filtered tile (format-core §2.2):
+//!
+//! ```text
+//! u64 num_chunks
+//! num_chunks × { u32 orig_len, u32 filtered_len, u32 metadata_len,
+//!                u8[metadata_len] metadata, u8[filtered_len] data }
+//! ```
+//!
+//! Every data-file tile and every generic-tile payload has this form. Parsing only records
+//! where each chunk's metadata and data are; the bytes are never copied.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+
+use crate::{Error, Result};
+
+/// Bytes of the leading `u64 num_chunks`.
+pub const NUM_CHUNKS_LEN: usize = 8;
+
+/// Bytes of a chunk's three `u32` length fields.
+pub const CHUNK_HEADER_LEN: usize = 12;
+
+/// The offsets tile written for a var-sized string field on the offset-free RLE/DICTIONARY
+/// path: `num_chunks = 0` and nothing else.
+pub const STRING_PATH_OFFSETS_TILE: [u8; 8] = [0; 8];
+
+/// Where one chunk of a filtered tile is, and how long it is unfiltered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// Position of the chunk in the tile, from 0.
+    pub index: usize,
+    /// Byte offset of the chunk's `orig_len` field within the tile.
+    pub header_offset: usize,
+    /// Byte offset of the chunk's unfiltered bytes within the unfiltered tile (the sum of the
+    /// previous chunks' `orig_len`).
+    pub orig_offset: u64,
+    /// Unfiltered length of the chunk.
+    pub orig_len: u32,
+    /// Byte range of the chunk metadata within the tile.
+    pub metadata: Range<usize>,
+    /// Byte range of the filtered chunk data within the tile.
+    pub data: Range<usize>,
+}
+
+impl ChunkInfo {
+    /// The `filtered_len` field: bytes of filtered data.
+    pub fn filtered_len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The `metadata_len` field: bytes of chunk metadata.
+    pub fn metadata_len(&self) -> usize {
+        self.metadata.len()
+    }
+
+    /// Byte range of the chunk in the unfiltered tile.
+    pub fn orig_range(&self) -> Range<u64> {
+        self.orig_offset..self.orig_offset + u64::from(self.orig_len)
+    }
+}
+
+/// The chunk layout of a filtered tile: every chunk's position and unfiltered length, with
+/// all lengths checked against the tile's bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TileLayout {
+    chunks: Vec<ChunkInfo>,
+    orig_len: u64,
+    framed_len: usize,
+}
+
+impl TileLayout {
+    /// Parses the framing of `tile`, which must be exactly one filtered tile.
+    ///
+    /// Nothing is allocated before `num_chunks` is known to fit in the bytes (each chunk
+    /// takes at least 12).
+    ///
+    /// # Errors
+    /// [`Error::Framing`] naming the chunk, the field and its offset within `tile` when a
+    /// field is truncated, a length runs past the end, `num_chunks` cannot fit, or bytes
+    /// are left after the last chunk.
+    pub fn parse(tile: &[u8]) -> Result<Self> {
+        let len = tile.len();
+        let num_chunks = read_u64(tile, 0).ok_or_else(|| {
+            Error::framing(None, "num_chunks", 0, format!("needs 8 bytes, the tile has {len}"))
+        })?;
+        let mut pos = NUM_CHUNKS_LEN;
+        let room = ((len - pos) / CHUNK_HEADER_LEN) as u64;
+        if num_chunks > room {
+            return Err(Error::framing(
+                None,
+                "num_chunks",
+                0,
+                format!(
+                    "{num_chunks} chunks cannot fit in the {} bytes that follow (at most {room})",
+                    len - pos
+                ),
+            ));
+        }
+        let mut chunks = Vec::with_capacity(num_chunks as usize);
+        let mut orig_offset = 0u64;
+        for index in 0..num_chunks as usize {
+            let chunk = Some(index as u64);
+            let header_offset = pos;
+            let field = |name: &'static str, at: usize| {
+                read_u32(tile, at).ok_or_else(|| {
+                    Error::framing(chunk, name, at, format!("needs 4 bytes, {} left", len - at))
+                })
+            };
+            let orig_len = field("orig_len", pos)?;
+            let filtered_len = field("filtered_len", pos + 4)? as usize;
+            let metadata_len = field("metadata_len", pos + 8)? as usize;
+            pos += CHUNK_HEADER_LEN;
+            let metadata = take(tile, pos, metadata_len, chunk, "metadata")?;
+            pos = metadata.end;
+            let data = take(tile, pos, filtered_len, chunk, "data")?;
+            pos = data.end;
+            chunks.push(ChunkInfo { index, header_offset, orig_offset, orig_len, metadata, data });
+            orig_offset += u64::from(orig_len);
+        }
+        if pos != len {
+            return Err(Error::framing(
+                None,
+                "end of tile",
+                pos,
+                format!("{} bytes left after the last chunk", len - pos),
+            ));
+        }
+        Ok(TileLayout { chunks, orig_len: orig_offset, framed_len: len })
+    }
+
+    /// The chunks, in order.
+    pub fn chunks(&self) -> &[ChunkInfo] {
+        &self.chunks
+    }
+
+    /// Number of chunks.
+    pub fn num_chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// The unfiltered tile length: the sum of every chunk's `orig_len`.
+    pub fn orig_len(&self) -> u64 {
+        self.orig_len
+    }
+
+    /// Length of the filtered tile that was parsed.
+    pub fn framed_len(&self) -> usize {
+        self.framed_len
+    }
+}
+
+fn read_u32(b: &[u8], at: usize) -> Option<u32> {
+    let bytes = b.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes(bytes.try_into().ok()?))
+}
+
+fn read_u64(b: &[u8], at: usize) -> Option<u64> {
+    let bytes = b.get(at..at.checked_add(8)?)?;
+    Some(u64::from_le_bytes(bytes.try_into().ok()?))
+}
+
+fn take(
+    tile: &[u8],
+    pos: usize,
+    n: usize,
+    chunk: Option<u64>,
+    field: &'static str,
+) -> Result<Range<usize>> {
+    let left = tile.len() - pos;
+    if n > left {
+        return Err(Error::framing(chunk, field, pos, format!("needs {n} bytes, {left} left")));
+    }
+    Ok(pos..pos + n)
+}
+
+/// One chunk of a parsed tile, borrowed from the tile's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chunk<'a> {
+    /// Where the chunk is.
+    pub info: &'a ChunkInfo,
+    /// The chunk metadata.
+    pub metadata: &'a [u8],
+    /// The filtered chunk data.
+    pub data: &'a [u8],
+}
+
+/// A filtered tile together with its parsed [`TileLayout`]; `B` is the tile's storage, a
+/// `&[u8]`, a `Vec<u8>` or a [`Bytes`] (whose chunks can then be handed out as `Bytes`
+/// without copying).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FramedTile<B> {
+    bytes: B,
+    layout: TileLayout,
+}
+
+impl<B: AsRef<[u8]>> FramedTile<B> {
+    /// Parses the framing of `bytes` (see [`TileLayout::parse`]).
+    ///
+    /// # Errors
+    /// As [`TileLayout::parse`].
+    pub fn parse(bytes: B) -> Result<Self> {
+        let layout = TileLayout::parse(bytes.as_ref())?;
+        Ok(FramedTile { bytes, layout })
+    }
+
+    /// The chunk layout.
+    pub fn layout(&self) -> &TileLayout {
+        &self.layout
+    }
+
+    /// Number of chunks.
+    pub fn num_chunks(&self) -> usize {
+        self.layout.num_chunks()
+    }
+
+    /// The unfiltered tile length.
+    pub fn orig_len(&self) -> u64 {
+        self.layout.orig_len()
+    }
+
+    /// Chunk `index` with its metadata and data, or `None` past the last chunk.
+    pub fn chunk(&self, index: usize) -> Option<Chunk<'_>> {
+        let info = self.layout.chunks.get(index)?;
+        let bytes = self.bytes.as_ref();
+        Some(Chunk {
+            info,
+            metadata: bytes.get(info.metadata.clone()).unwrap_or_default(),
+            data: bytes.get(info.data.clone()).unwrap_or_default(),
+        })
+    }
+
+    /// Every chunk, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Chunk<'_>> + '_ {
+        let bytes = self.bytes.as_ref();
+        self.layout.chunks.iter().map(move |info| Chunk {
+            info,
+            metadata: bytes.get(info.metadata.clone()).unwrap_or_default(),
+            data: bytes.get(info.data.clone()).unwrap_or_default(),
+        })
+    }
+
+    /// The filtered tile's bytes.
+    pub fn bytes(&self) -> &B {
+        &self.bytes
+    }
+
+    /// The storage and the layout, taken apart.
+    pub fn into_parts(self) -> (B, TileLayout) {
+        (self.bytes, self.layout)
+    }
+}
+
+impl FramedTile<Bytes> {
+    /// Chunk `index`'s metadata as a [`Bytes`] sharing the tile's storage.
+    pub fn metadata_bytes(&self, index: usize) -> Option<Bytes> {
+        let info = self.layout.chunks.get(index)?;
+        Some(self.bytes.slice(info.metadata.clone()))
+    }
+
+    /// Chunk `index`'s filtered data as a [`Bytes`] sharing the tile's storage.
+    pub fn data_bytes(&self, index: usize) -> Option<Bytes> {
+        let info = self.layout.chunks.get(index)?;
+        Some(self.bytes.slice(info.data.clone()))
+    }
+}
+
+/// One chunk to frame: its unfiltered length and the final pipeline stage's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkParts<'a> {
+    /// Unfiltered length of the chunk.
+    pub orig_len: u64,
+    /// Chunk metadata.
+    pub metadata: &'a [u8],
+    /// Filtered chunk data.
+    pub data: &'a [u8],
+}
+
+/// Byte length of the framed tile holding `chunks`.
+pub fn framed_len(chunks: &[ChunkParts<'_>]) -> usize {
+    NUM_CHUNKS_LEN
+        + chunks.iter().map(|c| CHUNK_HEADER_LEN + c.metadata.len() + c.data.len()).sum::<usize>()
+}
+
+/// Appends the framed tile holding `chunks` to `out`.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when a chunk's unfiltered length, metadata or data exceeds
+/// `u32::MAX` bytes (nothing is appended then).
+pub fn write_tile(chunks: &[ChunkParts<'_>], out: &mut Vec<u8>) -> Result<()> {
+    for (i, c) in chunks.iter().enumerate() {
+        for (what, len) in [
+            ("unfiltered length", c.orig_len),
+            ("metadata", c.metadata.len() as u64),
+            ("filtered data", c.data.len() as u64),
+        ] {
+            if len > u64::from(u32::MAX) {
+                return Err(Error::InvalidInput(format!(
+                    "chunk {i}: {what} of {len} bytes exceeds u32"
+                )));
+            }
+        }
+    }
+    out.reserve(framed_len(chunks));
+    out.extend_from_slice(&(chunks.len() as u64).to_le_bytes());
+    for c in chunks {
+        out.extend_from_slice(&(c.orig_len as u32).to_le_bytes());
+        out.extend_from_slice(&(c.data.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(c.metadata.len() as u32).to_le_bytes());
+        out.extend_from_slice(c.metadata);
+        out.extend_from_slice(c.data);
+    }
+    Ok(())
+}
+
+/// The framed tile holding `chunks`, as a new vector.
+///
+/// # Errors
+/// As [`write_tile`].
+pub fn frame_tile(chunks: &[ChunkParts<'_>]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    write_tile(chunks, &mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        frame_tile(&[
+            ChunkParts { orig_len: 5, metadata: b"md", data: b"abc" },
+            ChunkParts { orig_len: 7, metadata: b"", data: b"defgh" },
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn round_trip() {
+        let tile = sample();
+        assert_eq!(tile.len(), 8 + 12 + 5 + 12 + 5);
+        assert_eq!(&tile[..8], &2u64.to_le_bytes());
+        let framed = FramedTile::parse(tile.as_slice()).unwrap();
+        assert_eq!(framed.num_chunks(), 2);
+        assert_eq!(framed.orig_len(), 12);
+        let c0 = framed.chunk(0).unwrap();
+        assert_eq!((c0.metadata, c0.data), (&b"md"[..], &b"abc"[..]));
+        assert_eq!(c0.info.header_offset, 8);
+        let c1 = framed.chunk(1).unwrap();
+        assert_eq!(c1.info.header_offset, 25);
+        assert_eq!(c1.info.orig_range(), 5..12);
+        assert_eq!(c1.data, b"defgh");
+        assert!(framed.chunk(2).is_none());
+        let chunks: Vec<_> = framed
+            .iter()
+            .map(|c| ChunkParts {
+                orig_len: u64::from(c.info.orig_len),
+                metadata: c.metadata,
+                data: c.data,
+            })
+            .collect();
+        assert_eq!(frame_tile(&chunks).unwrap(), tile);
+    }
+
+    #[test]
+    fn bytes_slices_share_storage() {
+        let tile = Bytes::from(sample());
+        let framed = FramedTile::parse(tile.clone()).unwrap();
+        let d = framed.data_bytes(1).unwrap();
+        assert_eq!(&d[..], b"defgh");
+        assert_eq!(d.as_ptr(), tile[framed.layout().chunks()[1].data.start..].as_ptr());
+        assert_eq!(&framed.metadata_bytes(0).unwrap()[..], b"md");
+    }
+
+    #[test]
+    fn empty_and_zero_chunk_tiles() {
+        let t = TileLayout::parse(&STRING_PATH_OFFSETS_TILE).unwrap();
+        assert_eq!((t.num_chunks(), t.orig_len()), (0, 0));
+        let t = frame_tile(&[ChunkParts { orig_len: 0, metadata: &[], data: &[] }]).unwrap();
+        assert_eq!(t, [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(TileLayout::parse(&t).unwrap().num_chunks(), 1);
+    }
+
+    #[test]
+    fn exact_errors() {
+        let tile = sample();
+        // Truncated inside the second chunk's data (starts at 25 + 12 = 37).
+        let e = TileLayout::parse(&tile[..40]).unwrap_err();
+        assert!(
+            matches!(e, Error::Framing { chunk: Some(1), field: "data", offset: 37, .. }),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "tile framing: chunk 1: data at offset 37: needs 5 bytes, 3 left"
+        );
+        assert_eq!(e.at_offset(1000).offset(), Some(1037));
+        // Truncated inside the second chunk's header.
+        let e = TileLayout::parse(&tile[..32]).unwrap_err();
+        assert!(
+            matches!(e, Error::Framing { chunk: Some(1), field: "filtered_len", offset: 29, .. }),
+            "{e}"
+        );
+        // Too short for the announced chunks' headers: caught before reading them.
+        let e = TileLayout::parse(&tile[..14]).unwrap_err();
+        assert!(matches!(e, Error::Framing { chunk: None, field: "num_chunks", .. }), "{e}");
+        // num_chunks too large for the bytes: an error, no allocation.
+        let mut bad = tile.clone();
+        bad[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        let e = TileLayout::parse(&bad).unwrap_err();
+        assert!(matches!(e, Error::Framing { chunk: None, field: "num_chunks", offset: 0, .. }));
+        // Metadata length inflated.
+        let mut bad = tile.clone();
+        bad[16..20].copy_from_slice(&1000u32.to_le_bytes());
+        let e = TileLayout::parse(&bad).unwrap_err();
+        assert!(matches!(e, Error::Framing { chunk: Some(0), field: "metadata", offset: 20, .. }));
+        // Trailing bytes.
+        let mut bad = tile.clone();
+        bad.push(0);
+        let e = TileLayout::parse(&bad).unwrap_err();
+        assert!(matches!(e, Error::Framing { field: "end of tile", offset: 42, .. }));
+        // Shorter than num_chunks.
+        assert!(matches!(
+            TileLayout::parse(&[1, 2, 3]),
+            Err(Error::Framing { field: "num_chunks", offset: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn never_panics_on_mutations() {
+        let tile = sample();
+        for cut in 0..tile.len() {
+            assert!(TileLayout::parse(&tile[..cut]).is_err());
+        }
+        for i in 0..tile.len() {
+            for bit in 0..8 {
+                let mut t = tile.clone();
+                t[i] ^= 1 << bit;
+                let _ = TileLayout::parse(&t);
+            }
+        }
+    }
+}

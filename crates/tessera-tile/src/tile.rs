@@ -1,0 +1,340 @@
+//! Running a filter pipeline over a whole tile: split, filter every chunk (in parallel when
+//! there are several), frame; and the reverse, decoding every chunk straight into its slot of
+//! one output buffer.
+
+use rayon::prelude::*;
+use tessera_filters::{EncodedChunk, PipelineCodec, Scratch};
+
+use crate::chunking::{Split, validate_offsets};
+use crate::framing::{ChunkInfo, ChunkParts, FramedTile, TileLayout, write_tile};
+use crate::{Error, Result};
+
+/// Filters `data` into one tile: cuts it per `split`, runs the pipeline forward over every
+/// chunk (on the rayon pool when there are several) and frames the results.
+///
+/// ```
+/// use tessera_filters::FilterPipeline;
+/// use tessera_tile::{Split, decode_tile, encode_tile};
+/// use tessera_types::Datatype;
+///
+/// let codec = FilterPipeline::default().codec(Datatype::Int32, 4, 22).unwrap();
+/// let data: Vec<u8> = (0..40_000i32).flat_map(i32::to_le_bytes).collect();
+/// let tile = encode_tile(&codec, &data, Split::Fixed { cell_size: 4 }).unwrap();
+/// assert_eq!(&tile[..8], &3u64.to_le_bytes()); // 65536 + 65536 + 28928 bytes
+/// assert_eq!(decode_tile(&codec, &tile).unwrap(), data);
+/// ```
+///
+/// # Errors
+/// [`Error::EncodeChunk`] with the chunk index when a filter refuses the data; the errors of
+/// [`Split::chunk_ranges`] and of [`write_tile`].
+pub fn encode_tile(codec: &PipelineCodec, data: &[u8], split: Split<'_>) -> Result<Vec<u8>> {
+    let ranges = split.chunk_ranges(data.len())?;
+    let encode = |(i, range): (usize, &std::ops::Range<usize>)| {
+        let chunk = data.get(range.clone()).unwrap_or_default();
+        codec.encode_chunk(chunk).map_err(|source| Error::EncodeChunk {
+            chunk: i,
+            offset: range.start as u64,
+            source,
+        })
+    };
+    let encoded: Vec<EncodedChunk> = if ranges.len() > 1 {
+        ranges.par_iter().enumerate().map(encode).collect::<Result<_>>()?
+    } else {
+        ranges.iter().enumerate().map(encode).collect::<Result<_>>()?
+    };
+    let parts: Vec<ChunkParts<'_>> = ranges
+        .iter()
+        .zip(&encoded)
+        .map(|(r, e)| ChunkParts { orig_len: r.len() as u64, metadata: &e.metadata, data: &e.data })
+        .collect();
+    let mut out = Vec::new();
+    write_tile(&parts, &mut out)?;
+    Ok(out)
+}
+
+/// Filters a var-sized string tile on the offset-free RLE/DICTIONARY path
+/// ([`PipelineCodec::is_string_path`]): one chunk holding the whole tile, encoded together
+/// with the cell `offsets`. The field's offsets tile is then
+/// [`crate::STRING_PATH_OFFSETS_TILE`].
+///
+/// # Errors
+/// [`Error::EncodeChunk`] (chunk 0) when the pipeline is not on the string path or refuses the
+/// data; [`Error::Offsets`] for offsets that decrease or point past the data.
+pub fn encode_string_tile(codec: &PipelineCodec, data: &[u8], offsets: &[u64]) -> Result<Vec<u8>> {
+    validate_offsets(offsets, data.len() as u64, "var tile input")?;
+    let encoded = codec.encode_strings(data, offsets).map_err(|source| Error::EncodeChunk {
+        chunk: 0,
+        offset: 0,
+        source,
+    })?;
+    let mut out = Vec::new();
+    write_tile(
+        &[ChunkParts {
+            orig_len: data.len() as u64,
+            metadata: &encoded.metadata,
+            data: &encoded.data,
+        }],
+        &mut out,
+    )?;
+    Ok(out)
+}
+
+/// Decodes a filtered tile back to its unfiltered bytes.
+///
+/// The output length is the sum of the chunks' `orig_len`; use [`decode_tile_exact`] when the
+/// expected length is known (fragment metadata, a generic-tile header) so that an absurd
+/// announced size is refused before anything is allocated.
+///
+/// # Errors
+/// [`Error::Framing`] for a malformed tile; [`Error::DecodeChunk`] / [`Error::ChunkLength`]
+/// naming the failing chunk and its offset; [`Error::Allocation`] when the announced size
+/// cannot be allocated.
+pub fn decode_tile(codec: &PipelineCodec, tile: &[u8]) -> Result<Vec<u8>> {
+    let framed = FramedTile::parse(tile)?;
+    decode_framed(codec, &framed)
+}
+
+/// [`decode_tile`], first checking that the tile's chunks add up to `expected_len` bytes.
+///
+/// # Errors
+/// [`Error::SizeMismatch`] when they do not; otherwise as [`decode_tile`].
+pub fn decode_tile_exact(codec: &PipelineCodec, tile: &[u8], expected_len: u64) -> Result<Vec<u8>> {
+    let framed = FramedTile::parse(tile)?;
+    check_len("tile", expected_len, framed.orig_len())?;
+    decode_framed(codec, &framed)
+}
+
+/// Decodes an already parsed tile into a new vector (see [`decode_tile`]).
+///
+/// # Errors
+/// As [`decode_tile`].
+pub fn decode_framed<B: AsRef<[u8]>>(
+    codec: &PipelineCodec,
+    framed: &FramedTile<B>,
+) -> Result<Vec<u8>> {
+    let total = framed.orig_len();
+    if framed.num_chunks() == 1 {
+        // One chunk: the pipeline appends straight into the output, nothing to copy.
+        let mut out = try_alloc(total, "unfiltered tile")?;
+        if let Some(c) = framed.chunk(0) {
+            decode_one(codec, c.info, c.metadata, c.data, &mut out, &mut Scratch::default())?;
+        }
+        return Ok(out);
+    }
+    let mut out = try_zeroed(total, "unfiltered tile")?;
+    decode_framed_into(codec, framed, &mut out)?;
+    Ok(out)
+}
+
+/// Decodes an already parsed tile into `out`, which must be exactly
+/// [`FramedTile::orig_len`] bytes long. Each chunk is decoded (on the rayon pool when there
+/// are several) into its own slot of `out`, found from the prefix sums of `orig_len`.
+///
+/// # Errors
+/// [`Error::SizeMismatch`] when `out` has the wrong length; otherwise as [`decode_tile`]
+/// (with several failing chunks, the error of the lowest chunk index is returned).
+pub fn decode_framed_into<B: AsRef<[u8]>>(
+    codec: &PipelineCodec,
+    framed: &FramedTile<B>,
+    out: &mut [u8],
+) -> Result<()> {
+    check_len("tile output buffer", out.len() as u64, framed.orig_len())?;
+    let mut slots: Vec<&mut [u8]> = Vec::with_capacity(framed.num_chunks());
+    let mut rest = out;
+    for info in framed.layout().chunks() {
+        let (slot, tail) = rest
+            .split_at_mut_checked(info.orig_len as usize)
+            .ok_or_else(|| Error::InvalidInput("output buffer shorter than the tile".into()))?;
+        slots.push(slot);
+        rest = tail;
+    }
+    let chunks: Vec<_> = framed.iter().collect();
+    if chunks.len() <= 1 {
+        let mut scratch = (Scratch::default(), Vec::new());
+        for (c, slot) in chunks.iter().zip(slots) {
+            decode_into_slot(codec, c.info, c.metadata, c.data, slot, &mut scratch)?;
+        }
+        return Ok(());
+    }
+    let results: Vec<Result<()>> = chunks
+        .par_iter()
+        .zip(slots.into_par_iter())
+        .map_init(
+            || (Scratch::default(), Vec::new()),
+            |scratch, (c, slot)| decode_into_slot(codec, c.info, c.metadata, c.data, slot, scratch),
+        )
+        .collect();
+    results.into_iter().collect()
+}
+
+/// Decodes one chunk into `slot` (exactly `orig_len` bytes), through a per-worker buffer
+/// unless the pipeline is empty.
+fn decode_into_slot(
+    codec: &PipelineCodec,
+    info: &ChunkInfo,
+    metadata: &[u8],
+    data: &[u8],
+    slot: &mut [u8],
+    (scratch, buf): &mut (Scratch, Vec<u8>),
+) -> Result<()> {
+    if codec.is_empty() && metadata.is_empty() && data.len() == slot.len() {
+        slot.copy_from_slice(data);
+        return Ok(());
+    }
+    buf.clear();
+    decode_one(codec, info, metadata, data, buf, scratch)?;
+    slot.copy_from_slice(buf);
+    Ok(())
+}
+
+/// Appends the decoded chunk to `out`, checking it is exactly `orig_len` bytes.
+fn decode_one(
+    codec: &PipelineCodec,
+    info: &ChunkInfo,
+    metadata: &[u8],
+    data: &[u8],
+    out: &mut Vec<u8>,
+    scratch: &mut Scratch,
+) -> Result<()> {
+    let start = out.len();
+    codec.decode_chunk_with(metadata, data, out, scratch).map_err(|source| Error::DecodeChunk {
+        chunk: info.index,
+        offset: info.header_offset as u64,
+        source,
+    })?;
+    let produced = (out.len() - start) as u64;
+    if produced != u64::from(info.orig_len) {
+        return Err(Error::ChunkLength {
+            chunk: info.index,
+            offset: info.header_offset as u64,
+            expected: u64::from(info.orig_len),
+            actual: produced,
+        });
+    }
+    Ok(())
+}
+
+/// A decoded var-sized tile: the start offset of every cell (relative to the tile) and the
+/// cells' bytes back to back. Cell `i` is `data[offsets[i]..offsets[i + 1]]`, the last one
+/// running to the end of `data`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VarTile {
+    /// Start offset of each cell, non-decreasing, each at most `data.len()`.
+    pub offsets: Vec<u64>,
+    /// The cells' bytes.
+    pub data: Vec<u8>,
+}
+
+impl VarTile {
+    /// Number of cells.
+    pub fn cell_count(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// The bytes of cell `i`, or `None` past the last cell.
+    pub fn cell(&self, i: usize) -> Option<&[u8]> {
+        let start = usize::try_from(*self.offsets.get(i)?).ok()?;
+        let end = match self.offsets.get(i + 1) {
+            Some(&e) => usize::try_from(e).ok()?,
+            None => self.data.len(),
+        };
+        self.data.get(start..end)
+    }
+}
+
+/// Decodes a data tile written on the offset-free string path ([`encode_string_tile`]): the
+/// cells' bytes and their offsets both come back from the data tile. libtiledb writes such a
+/// tile as exactly one chunk.
+///
+/// # Errors
+/// [`Error::Framing`] for a malformed tile or a chunk count other than one;
+/// [`Error::DecodeChunk`] / [`Error::ChunkLength`] for chunk 0; [`Error::Offsets`] when the
+/// decoded offsets are inconsistent.
+pub fn decode_string_tile(codec: &PipelineCodec, tile: &[u8]) -> Result<VarTile> {
+    let framed = FramedTile::parse(tile)?;
+    let chunk = match (framed.num_chunks(), framed.chunk(0)) {
+        (1, Some(c)) => c,
+        (n, _) => {
+            return Err(Error::framing(
+                None,
+                "num_chunks",
+                0,
+                format!("a string-path data tile has exactly 1 chunk, found {n}"),
+            ));
+        }
+    };
+    let mut out = VarTile {
+        offsets: Vec::new(),
+        data: try_alloc(u64::from(chunk.info.orig_len), "unfiltered string tile")?,
+    };
+    let err_at = |source| Error::DecodeChunk { chunk: 0, offset: NUM_CHUNKS_OFFSET, source };
+    codec
+        .decode_strings(chunk.metadata, chunk.data, &mut out.data, &mut out.offsets)
+        .map_err(err_at)?;
+    if out.data.len() as u64 != u64::from(chunk.info.orig_len) {
+        return Err(Error::ChunkLength {
+            chunk: 0,
+            offset: NUM_CHUNKS_OFFSET,
+            expected: u64::from(chunk.info.orig_len),
+            actual: out.data.len() as u64,
+        });
+    }
+    validate_offsets(&out.offsets, out.data.len() as u64, "decoded string tile")?;
+    Ok(out)
+}
+
+/// Offset of the first chunk header in a tile.
+const NUM_CHUNKS_OFFSET: u64 = crate::framing::NUM_CHUNKS_LEN as u64;
+
+/// Reads the offsets of a decoded offsets tile (`u64` little-endian values).
+pub(crate) fn offsets_from_bytes(bytes: &[u8]) -> Result<Vec<u64>> {
+    if !bytes.len().is_multiple_of(8) {
+        return Err(Error::SizeMismatch {
+            structure: "offsets tile",
+            expected: (bytes.len() as u64).next_multiple_of(8),
+            actual: bytes.len() as u64,
+        });
+    }
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+        .collect())
+}
+
+/// The bytes of `offsets` as an offsets tile holds them.
+pub(crate) fn offsets_to_bytes(offsets: &[u64]) -> Vec<u8> {
+    offsets.iter().flat_map(|o| o.to_le_bytes()).collect()
+}
+
+/// Checks that a parsed layout announces `expected` unfiltered bytes.
+pub(crate) fn check_len(structure: &'static str, expected: u64, actual: u64) -> Result<()> {
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(Error::SizeMismatch { structure, expected, actual })
+    }
+}
+
+/// An empty vector able to hold `len` bytes, or an error instead of an abort.
+pub(crate) fn try_alloc(len: u64, what: &'static str) -> Result<Vec<u8>> {
+    let n = usize::try_from(len).map_err(|_| Error::Allocation { what, bytes: len })?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::Allocation { what, bytes: len })?;
+    Ok(v)
+}
+
+/// A zeroed vector of `len` bytes, or an error instead of an abort when it cannot be had.
+///
+/// The zeroed allocation comes from the allocator's zeroed path (fresh pages for large
+/// sizes), so memory a corrupt tile merely announces is not touched: chunk slots are only
+/// written once a chunk has decoded to its announced length.
+fn try_zeroed(len: u64, what: &'static str) -> Result<Vec<u8>> {
+    // Probe first: `vec![0; n]` aborts the process when the allocation fails.
+    drop(try_alloc(len, what)?);
+    Ok(vec![0u8; len as usize])
+}
+
+/// The layout of `tile`, re-exported for the role types.
+pub(crate) fn layout_of(tile: &[u8]) -> Result<TileLayout> {
+    TileLayout::parse(tile)
+}

@@ -1,0 +1,72 @@
+//! Tessera: a pure-Rust engine for the TileDB array storage format.
+//!
+//! This facade re-exports the layers a user needs and adds the path-based entry points.
+//!
+//! ```
+//! use tessera::{Array, ArraySchema, ArrayType, Attribute, Datatype, Dimension, Filter, FilterPipeline};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("my_array");
+//! let schema = ArraySchema::builder(ArrayType::Dense)
+//!     .dimension(Dimension::new("rows", Datatype::Int32).domain_i64(1, 1000).tile_i64(100))
+//!     .dimension(Dimension::new("cols", Datatype::Int32).domain_i64(1, 1000).tile_i64(100))
+//!     .attribute(Attribute::new("a", Datatype::Float64).filters(FilterPipeline::new(vec![Filter::zstd(3)])))
+//!     .build()?;
+//! tessera::create(&path, &schema)?;
+//! let array = tessera::open(&path)?;
+//! assert_eq!(array.schema().attributes[0].name, "a");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use tessera_filters::{Filter, FilterPipeline};
+pub use tessera_query::{Array, Error, Result};
+pub use tessera_schema::{
+    ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef,
+};
+pub use tessera_storage::{LocalStorage, MemoryStorage, Storage};
+pub use tessera_types::{ArrayType, Datatype, Layout};
+
+/// The layers, for users who need more than the facade.
+pub mod layers {
+    pub use tessera_filters as filters;
+    pub use tessera_query as query;
+    pub use tessera_schema as schema;
+    pub use tessera_storage as storage;
+    pub use tessera_tile as tile;
+    pub use tessera_types as types;
+}
+
+/// Creates an array with `schema` (and no enumerations) in the folder `path`.
+///
+/// # Errors
+/// When an array already exists there, the schema is invalid, or the folder cannot be written.
+pub fn create(path: impl AsRef<Path>, schema: &ArraySchema) -> Result<()> {
+    Array::create(local(path), schema, &[])
+}
+
+/// Creates an array whose schema lists enumerations, with their values.
+///
+/// # Errors
+/// As [`create`], and when an enumeration the schema lists has no values here.
+pub fn create_with_enumerations(
+    path: impl AsRef<Path>,
+    schema: &ArraySchema,
+    enumerations: &[Enumeration],
+) -> Result<()> {
+    Array::create(local(path), schema, enumerations)
+}
+
+/// Opens the array in the folder `path` with its newest schema.
+///
+/// # Errors
+/// When there is no array, its format version is not supported, or a file is corrupt.
+pub fn open(path: impl AsRef<Path>) -> Result<Array> {
+    Array::open(local(path))
+}
+
+fn local(path: impl AsRef<Path>) -> Arc<dyn Storage> {
+    Arc::new(LocalStorage::new(path.as_ref()))
+}
