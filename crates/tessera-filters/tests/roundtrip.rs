@@ -22,7 +22,9 @@ fn values(dt: Datatype, cell_val_num: usize, cells: usize) -> Vec<u8> {
         match dt.size() {
             // scaled so that the values never decrease and stay inside i8 / i16
             1 => out.push((acc * 127 / (2 * n as i64 + 10)) as u8),
-            2 => out.extend_from_slice(&((acc * 32_767 / (2 * n as i64 + 10)) as i16).to_le_bytes()),
+            2 => {
+                out.extend_from_slice(&((acc * 32_767 / (2 * n as i64 + 10)) as i16).to_le_bytes())
+            }
             4 if dt == Datatype::Float32 => {
                 out.extend_from_slice(&(acc as f32 * 0.25).to_le_bytes());
             }

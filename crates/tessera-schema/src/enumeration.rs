@@ -42,7 +42,7 @@ impl Enumeration {
             Some(o) => o.len(),
             None => {
                 let size = self.datatype.size() * self.cell_val_num as usize;
-                if size == 0 { 0 } else { self.data.len() / size }
+                self.data.len().checked_div(size).unwrap_or(0)
             }
         }
     }

@@ -438,7 +438,7 @@ pub fn value_from_json(dt: Datatype, j: &Json) -> Result<Vec<u8>> {
 }
 
 fn decode_hex(s: &str) -> Result<Vec<u8>> {
-    if s.len() % 2 != 0 || !s.is_ascii() {
+    if !s.len().is_multiple_of(2) || !s.is_ascii() {
         return Err(Error::json(format!("{s:?} is not hex")));
     }
     (0..s.len())

@@ -256,7 +256,7 @@ fn validate_dimension(d: &Dimension, dense: bool, cell_order: Layout) -> Result<
         }
         if let Some(e) = d.tile_extent_value()? {
             let e = e.as_f64().unwrap_or(f64::NAN);
-            if !(e > 0.0) {
+            if e.is_nan() || e <= 0.0 {
                 return Err(Error::invalid(format!(
                     "dimension {name:?}: tile extent must be positive"
                 )));

@@ -56,7 +56,8 @@ impl TimestampedName {
     /// # Errors
     /// [`Error::Invalid`] when the name does not have the `__t1_t2_label[_v]` shape.
     pub fn parse(name: &str) -> Result<Self> {
-        let bad = |why: &str| Error::invalid("timestamped name", "name", 0, format!("{name:?}: {why}"));
+        let bad =
+            |why: &str| Error::invalid("timestamped name", "name", 0, format!("{name:?}: {why}"));
         let stem = name.rsplit('/').next().unwrap_or(name);
         let stem = match stem.find('.') {
             Some(dot) => &stem[..dot],
@@ -107,7 +108,8 @@ mod tests {
         let s = TimestampedName::parse(schema).unwrap();
         assert_eq!((s.t1, s.version), (1_795_234_485_325, None));
         assert_eq!(s.to_string(), schema);
-        for bad in ["", "__1_2", "x_1_2_abc", "__a_2_153024faa07f916c52cb81755ebee69a", "__1_2_xyz"] {
+        for bad in ["", "__1_2", "x_1_2_abc", "__a_2_153024faa07f916c52cb81755ebee69a", "__1_2_xyz"]
+        {
             assert!(TimestampedName::parse(bad).is_err(), "{bad}");
         }
     }

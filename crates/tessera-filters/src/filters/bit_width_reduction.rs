@@ -18,6 +18,7 @@ use super::util::{
 };
 use crate::{Decoded, Error, Filter, FilterCodec, FilterContext, Parts, Result};
 
+/// The filter type, for errors.
 const FILTER: FilterType = FilterType::BitWidthReduction;
 
 /// The BIT_WIDTH_REDUCTION codec.
@@ -122,6 +123,7 @@ fn bits_for<T: Int>(min: T, max: T) -> Option<u8> {
     })
 }
 
+/// Forward pass over every part with values of type `T`.
 fn encode_typed<T: Int>(max_window: u32, input: Parts) -> Result<Parts> {
     let size = T::SIZE;
     let total = input.data_len();
@@ -167,6 +169,7 @@ fn encode_typed<T: Int>(max_window: u32, input: Parts) -> Result<Parts> {
     Ok(Parts { metadata: prepend_header(header, input.metadata), data: vec![out] })
 }
 
+/// Reverse pass with values of type `T`, appending to `out`.
 fn decode_typed<T: Int>(metadata: &[u8], data: &[u8], out: &mut Decoded) -> Result<()> {
     let size = T::SIZE;
     let mut md = ByteReader::new(metadata, "bit width reduction metadata");

@@ -16,6 +16,7 @@ use tessera_types::{ByteReader, FilterType};
 use super::util::{prepend_header, read_part_count, rollback_on_error, write_part_sizes};
 use crate::{Decoded, Error, Filter, FilterCodec, FilterContext, Parts, Result};
 
+/// The filter type, for errors.
 const FILTER: FilterType = FilterType::Bitshuffle;
 
 /// Bytes libtiledb hands to blosc2 at a time.
@@ -116,22 +117,34 @@ fn transpose8x8(x: u64) -> u64 {
     x ^ t ^ (t << 28)
 }
 
+/// Exchanges the `mask` bits of `v[b]` with the bits `shift` higher in `v[a]`, for each
+/// `(a, b)` pair: one round of a recursive block transpose.
+#[inline(always)]
+fn swap_rounds(v: &mut [u64; 8], pairs: [(usize, usize); 4], shift: u32, mask: u64) {
+    for (a, b) in pairs {
+        let t = ((v[a] >> shift) ^ v[b]) & mask;
+        v[b] ^= t;
+        v[a] ^= t << shift;
+    }
+}
+
 /// Transposes the 8×8 byte matrix held in `v` (row = word, column = byte): byte `c` of word `b`
 /// moves to byte `b` of word `c`.
 #[inline(always)]
 fn transpose_bytes8(v: &mut [u64; 8]) {
-    for (step, shift, mask) in [
-        (1, 8, 0x00ff_00ff_00ff_00ffu64),
-        (2, 16, 0x0000_ffff_0000_ffff),
-        (4, 32, 0x0000_0000_ffff_ffff),
-    ] {
-        for a in (0..8).filter(|a| a & step == 0) {
-            let b = a + step;
-            let t = ((v[a] >> shift) ^ v[b]) & mask;
-            v[b] ^= t;
-            v[a] ^= t << shift;
-        }
-    }
+    swap_rounds(v, [(0, 1), (2, 3), (4, 5), (6, 7)], 8, 0x00ff_00ff_00ff_00ff);
+    swap_rounds(v, [(0, 2), (1, 3), (4, 6), (5, 7)], 16, 0x0000_ffff_0000_ffff);
+    swap_rounds(v, [(0, 4), (1, 5), (2, 6), (3, 7)], 32, 0x0000_0000_ffff_ffff);
+}
+
+/// Transposes, in each of the eight byte lanes independently, the 8×8 bit matrix whose row `b`
+/// is that byte of `v[b]`: bit `k` of byte `c` of word `b` moves to bit `b` of byte `c` of
+/// word `k`.
+#[inline(always)]
+fn transpose_lane_bits8(v: &mut [u64; 8]) {
+    swap_rounds(v, [(0, 1), (2, 3), (4, 5), (6, 7)], 1, 0x5555_5555_5555_5555);
+    swap_rounds(v, [(0, 2), (1, 3), (4, 6), (5, 7)], 2, 0x3333_3333_3333_3333);
+    swap_rounds(v, [(0, 4), (1, 5), (2, 6), (3, 7)], 4, 0x0f0f_0f0f_0f0f_0f0f);
 }
 
 /// Eight bytes of `b` from `at` as a little-endian word.
@@ -159,13 +172,14 @@ fn shuffle_block(ts: usize, src: &[u8], dst: &mut [u8], scratch: &mut [u8; BLOCK
     };
     for (plane, rows) in planes.chunks_exact(8 * nrow).zip(dst[..body].chunks_exact_mut(8 * nrow)) {
         let full = nrow & !7;
-        // Eight row bytes at a time: transpose the bits of eight plane words, then the bytes.
+        // Eight row bytes at a time: 64 plane bytes become eight 8-byte row pieces.
         for m in (0..full).step_by(8) {
             let mut v = [0u64; 8];
             for (c, x) in v.iter_mut().enumerate() {
-                *x = transpose8x8(word(plane, 8 * (m + c)));
+                *x = word(plane, 8 * (m + c));
             }
             transpose_bytes8(&mut v);
+            transpose_lane_bits8(&mut v);
             for (b, x) in v.iter().enumerate() {
                 rows[b * nrow + m..][..8].copy_from_slice(&x.to_le_bytes());
             }
@@ -198,9 +212,10 @@ fn unshuffle_block(ts: usize, src: &[u8], dst: &mut [u8], scratch: &mut [u8; BLO
                 for (b, x) in v.iter_mut().enumerate() {
                     *x = word(rows, b * nrow + m);
                 }
+                transpose_lane_bits8(&mut v);
                 transpose_bytes8(&mut v);
                 for (c, x) in v.iter().enumerate() {
-                    plane[8 * (m + c)..][..8].copy_from_slice(&transpose8x8(*x).to_le_bytes());
+                    plane[8 * (m + c)..][..8].copy_from_slice(&x.to_le_bytes());
                 }
             }
             for m in full..nrow {

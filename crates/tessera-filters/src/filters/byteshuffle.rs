@@ -12,6 +12,7 @@ use tessera_types::{ByteReader, FilterType};
 use super::util::{prepend_header, read_part_count, rollback_on_error, write_part_sizes};
 use crate::{Decoded, Error, Filter, FilterCodec, FilterContext, Parts, Result};
 
+/// The filter type, for errors.
 const FILTER: FilterType = FilterType::Byteshuffle;
 
 /// The BYTESHUFFLE codec.

@@ -47,6 +47,5 @@ pub(crate) fn build(filter: &Filter) -> Result<Box<dyn FilterCodec>> {
         FilterType::EncryptionAes256Gcm => Err(Error::Unsupported(
             "AES-256-GCM encrypted tiles (encryption keys are not supported)".into(),
         )),
-
     }
 }

@@ -20,6 +20,7 @@ use super::util::{
 };
 use crate::{Decoded, Error, Filter, FilterCodec, FilterContext, Parts, Result};
 
+/// The filter type, for errors.
 const FILTER: FilterType = FilterType::PositiveDelta;
 
 /// The POSITIVE_DELTA codec.
@@ -88,6 +89,7 @@ impl FilterCodec for PositiveDelta {
     }
 }
 
+/// Forward pass over every part with values of type `T`.
 fn encode_typed<T: Int>(max_window: u32, input: Parts) -> Result<Parts> {
     let size = T::SIZE;
     let n_windows: usize = input.data.iter().map(|p| windows(p, max_window, size).len()).sum();
@@ -126,6 +128,7 @@ fn encode_typed<T: Int>(max_window: u32, input: Parts) -> Result<Parts> {
     Ok(Parts { metadata: prepend_header(header, input.metadata), data: vec![out] })
 }
 
+/// Reverse pass with values of type `T`, appending to `out`.
 fn decode_typed<T: Int>(metadata: &[u8], data: &[u8], out: &mut Decoded) -> Result<()> {
     let size = T::SIZE;
     let mut md = ByteReader::new(metadata, "positive delta metadata");

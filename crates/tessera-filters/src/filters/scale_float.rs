@@ -20,6 +20,7 @@ use tessera_types::{ByteReader, FilterType};
 use super::util::{prepend_header, read_part_count, rollback_on_error, widen, write_part_sizes};
 use crate::{Decoded, Error, Filter, FilterCodec, FilterContext, Parts, Result};
 
+/// The filter type, for errors.
 const FILTER: FilterType = FilterType::ScaleFloat;
 
 /// The SCALE_FLOAT codec.
@@ -58,10 +59,13 @@ pub(crate) fn build(filter: &Filter) -> Result<Box<dyn FilterCodec>> {
 /// The input float type, by the stage's type size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FloatKind {
+    /// `f32` (4-byte types).
     F32,
+    /// `f64` (8-byte types).
     F64,
 }
 
+/// The float type of the stage (by type size, as libtiledb), or an error for other sizes.
 fn float_kind(ctx: &FilterContext) -> Result<FloatKind> {
     match ctx.datatype.size() {
         4 => Ok(FloatKind::F32),
@@ -184,8 +188,8 @@ impl FilterCodec for ScaleFloat {
             let (mut consumed, mut total) = (0usize, 0usize);
             for _ in 0..n {
                 let len = sizes.u32("part length")? as usize;
-                consumed += len;
-                total += len / self.width * ts;
+                consumed = consumed.saturating_add(len);
+                total = total.saturating_add(len / self.width * ts);
             }
             if consumed != data.len() {
                 return Err(Error::corrupt(

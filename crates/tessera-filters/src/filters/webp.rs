@@ -23,6 +23,7 @@ pub(crate) fn build(filter: &Filter) -> Result<Box<dyn FilterCodec>> {
 }
 
 impl Webp {
+    /// The error every run of the filter returns.
     fn unsupported(&self, what: &str) -> Error {
         Error::Unsupported(format!(
             "WebP {what} is not supported (filter {:?}); read or write this field with libtiledb",
