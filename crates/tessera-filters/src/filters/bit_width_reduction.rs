@@ -316,7 +316,7 @@ mod tests {
     }
 
     /// Checks one golden tile: `make`'s values written by libtiledb 2.30 with `filter` alone
-    /// (generator: `/tmp/golden/cases.py`, reproduced by `make`).
+    /// (a dense 1-D array, one tile; the values are the LCG sequences `make` reproduces).
     fn golden(filter: Filter, dt: Datatype, input: &[u8], md: &str, data_sha: &str) {
         check_golden(&filter, dt, input, md, data_sha, &sha256_hex(input));
     }

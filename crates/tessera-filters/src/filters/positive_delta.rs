@@ -276,8 +276,8 @@ mod tests {
         }
     }
 
-    /// Checks one golden tile written by libtiledb 2.30 with `filter` alone (generator:
-    /// `/tmp/golden/cases.py`, reproduced here).
+    /// Checks one golden tile written by libtiledb 2.30 with `filter` alone (a dense 1-D
+    /// array, one tile, of the values `wcum` reproduces).
     fn golden(filter: Filter, dt: Datatype, input: &[u8], md: &str, data_sha: &str) {
         check_golden(&filter, dt, input, md, data_sha, &sha256_hex(input));
     }

@@ -212,8 +212,9 @@ pub(crate) mod test_support {
 
     use crate::{Decoded, Filter, FilterCodec, FilterContext, Parts};
 
-    /// The deterministic generator the golden vectors were made with (Python does the same):
-    /// a 64-bit LCG whose outputs are the top 31 bits.
+    /// The deterministic generator the golden vectors were made with (the Python generator
+    /// that wrote them through tiledb-py 0.36.1 / libtiledb 2.30 computes the same): a 64-bit
+    /// LCG whose outputs are the top 31 bits.
     pub(crate) fn lcg(seed: u64, n: usize) -> Vec<u64> {
         let mut x = seed;
         (0..n)
