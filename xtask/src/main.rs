@@ -5,7 +5,11 @@
 //! * `fixtures`: regenerate the golden fixtures under `testdata/` with the reference library
 //!   (`xtask/fixtures/generate.py`), then check them.
 //! * `conformance`: re-read every fixture with the reference library and compare it with its
-//!   expected cells and the manifest (`xtask/fixtures/check.py`).
+//!   expected cells, schema JSON and manifest (`xtask/fixtures/check.py`); then the create
+//!   conformance: every `testdata/create/<name>.json` is created with tiledb-py and checked
+//!   (which validates the inputs and the checker), then built into an array by
+//!   `tessera create` (when the `tessera-cli` package exists) and checked by
+//!   `xtask/fixtures/check_create.py` against libtiledb.
 //! * `test`: `cargo test --workspace`, then `conformance`. This is the project's test command.
 //!
 //! Every command that needs Python creates the venv first; nothing is installed system-wide.
@@ -25,7 +29,15 @@ const EXPECTED_VERSIONS: &str = "0.36.1 2.30.0";
 /// Written into the venv once it is complete; holds the package list it was built from.
 const STAMP_FILE: &str = ".tessera-reference";
 /// The directories under `testdata/` that the generator owns (deleted before regenerating).
-const GENERATED_DIRS: &[&str] = &["filters"];
+const GENERATED_DIRS: &[&str] = &["filters", "schemas"];
+/// The schema JSON inputs of the create conformance step.
+const CREATE_INPUTS: &str = "testdata/create";
+/// Where `tessera create` makes the arrays of the create conformance step.
+const CREATE_OUT: &str = "target/conformance/create";
+/// Where the reference run (tiledb-py) of the create conformance step makes its arrays.
+const CREATE_REFERENCE_OUT: &str = "target/conformance/create-reference";
+/// The manifest whose presence means the CLI package exists in the workspace.
+const CLI_MANIFEST: &str = "crates/tessera-cli/Cargo.toml";
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Tessera project automation")]
@@ -40,7 +52,8 @@ enum Cmd {
     Venv,
     /// Delete and regenerate the golden fixtures in testdata/ with libtiledb, then check them.
     Fixtures,
-    /// Re-read every fixture with libtiledb and compare with the committed expectations.
+    /// Re-read every fixture with libtiledb and compare with the committed expectations, then
+    /// check `tessera create` against libtiledb on testdata/create/*.json.
     Conformance,
     /// Run `cargo test --workspace`, then the conformance check. Extra arguments after `--`
     /// go to `cargo test`.
@@ -171,20 +184,112 @@ fn fixtures(root: &Path) -> Result<()> {
     let mut cmd = python_script(&python, root, "generate.py");
     cmd.arg("--out").arg(&testdata);
     run(&mut cmd, "xtask/fixtures/generate.py")?;
-    conformance_with(&python, root)
+    check_fixtures(&python, root)
 }
 
-/// Ensure the venv, then run the fixture checker.
+/// Ensure the venv, then run the fixture checker and the create conformance step. Both run
+/// even if the first fails; the command fails if either does.
 fn conformance(root: &Path) -> Result<()> {
     let python = ensure_venv(root)?;
-    conformance_with(&python, root)
+    let fixtures = check_fixtures(&python, root);
+    let create = create_conformance(&python, root);
+    match (fixtures, create) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+        (Err(e1), Err(e2)) => bail!("{e1:#}; and {e2:#}"),
+    }
 }
 
-fn conformance_with(python: &Path, root: &Path) -> Result<()> {
+fn check_fixtures(python: &Path, root: &Path) -> Result<()> {
     println!("xtask: checking the fixtures in testdata/ against libtiledb");
     let mut cmd = python_script(python, root, "check.py");
     cmd.arg("--testdata").arg(root.join("testdata"));
     run(&mut cmd, "conformance check (xtask/fixtures/check.py)")
+}
+
+/// The create conformance step.
+///
+/// 1. Reference run: every `testdata/create/<name>.json` is created with tiledb-py and
+///    checked, and deliberately altered arrays must be rejected (validates the inputs and the
+///    checker; runs even without the CLI).
+/// 2. If the `tessera-cli` package exists: build it, run
+///    `tessera create target/conformance/create/<name> --schema testdata/create/<name>.json`
+///    for each input (removing the target first), then check every array with
+///    `xtask/fixtures/check_create.py`. Without the package the step is skipped, loudly.
+fn create_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: create conformance, reference run (tiledb-py creates {CREATE_INPUTS}/*.json)");
+    let mut cmd = python_script(python, root, "check_create.py");
+    cmd.args(["--inputs", CREATE_INPUTS, "--arrays", CREATE_REFERENCE_OUT, "--reference"]);
+    run(&mut cmd, "create conformance reference run (xtask/fixtures/check_create.py)")?;
+
+    if !root.join(CLI_MANIFEST).is_file() {
+        let line = "=".repeat(78);
+        println!("xtask: {line}");
+        println!("xtask: SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):");
+        println!("xtask:          `tessera create` was NOT checked against libtiledb");
+        println!("xtask: {line}");
+        return Ok(());
+    }
+
+    println!("xtask: building the CLI (cargo build --release -p tessera-cli)");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root).args(["build", "--release", "-p", "tessera-cli"]);
+    run(&mut cmd, "cargo build --release -p tessera-cli")?;
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map_or_else(|| root.join("target"), |d| root.join(d));
+    let exe = if cfg!(windows) { "tessera.exe" } else { "tessera" };
+    let tessera = target_dir.join("release").join(exe);
+
+    let mut inputs = Vec::new();
+    for entry in fs::read_dir(root.join(CREATE_INPUTS)).context("listing testdata/create")? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            inputs.push(path);
+        }
+    }
+    inputs.sort();
+    let out = root.join(CREATE_OUT);
+    fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut failures = Vec::new();
+    for input in &inputs {
+        let name = input
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .context("a testdata/create file name is not UTF-8")?;
+        let array = format!("{CREATE_OUT}/{name}");
+        let schema = format!("{CREATE_INPUTS}/{name}.json");
+        let target = root.join(&array);
+        if target.exists() {
+            fs::remove_dir_all(&target)
+                .with_context(|| format!("removing {}", target.display()))?;
+        }
+        let output = Command::new(&tessera)
+            .current_dir(root)
+            .args(["create", &array, "--schema", &schema])
+            .output()
+            .with_context(|| format!("could not start {}", tessera.display()))?;
+        if output.status.success() {
+            println!("xtask: tessera create {array} --schema {schema}");
+        } else {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            println!(
+                "FAIL create/{name}: `tessera create {array} --schema {schema}` failed ({}): {}",
+                output.status,
+                stderr.trim()
+            );
+            failures.push(name.to_owned());
+        }
+    }
+    println!("xtask: checking the arrays tessera created against libtiledb");
+    let mut cmd = python_script(python, root, "check_create.py");
+    cmd.args(["--inputs", CREATE_INPUTS, "--arrays", CREATE_OUT]);
+    let checked = run(&mut cmd, "create conformance check (xtask/fixtures/check_create.py)");
+    if !failures.is_empty() {
+        bail!("tessera create failed on {} input(s): {}", failures.len(), failures.join(", "));
+    }
+    checked
 }
 
 /// A command running one of the committed scripts in `xtask/fixtures/` with the venv python.

@@ -74,6 +74,12 @@ impl Array {
         }
         let schema_err = |source| Error::Schema { file: "schema".into(), source };
         schema.validate().map_err(schema_err)?;
+        if !schema.dimension_labels.is_empty() {
+            return Err(Error::Unsupported(
+                "creating arrays with dimension labels (their label arrays are not written yet)"
+                    .into(),
+            ));
+        }
         let mut schema = schema.clone();
         schema.version = FORMAT_VERSION;
         // Give every listed enumeration its file name, `__<label>_0`.

@@ -14,6 +14,7 @@
 //! assert_eq!(t.name(), "datetime_ms");
 //! ```
 
+mod compare;
 mod constants;
 mod datatype;
 mod enums;
@@ -22,6 +23,7 @@ pub mod names;
 mod primitive;
 mod reader;
 
+pub use compare::compare;
 pub use constants::*;
 pub use datatype::Datatype;
 pub use enums::{
