@@ -9,12 +9,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value as Json};
 use tessera_filters::{Filter, FilterPipeline};
 use tessera_types::{
-    ArrayType, CELL_VAL_NUM_VAR, CurrentDomainType, Datatype, FilterType, Layout, WebpInputFormat,
+    ArrayType, CELL_VAL_NUM_VAR, CurrentDomainType, DataOrder, Datatype, FilterType, Layout,
+    WebpInputFormat,
 };
 
 use crate::{
-    ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef, Error, Result,
-    Value,
+    ArraySchema, Attribute, CurrentDomain, Dimension, DimensionLabel, Enumeration, EnumerationRef,
+    Error, Result, Value,
 };
 
 /// The whole schema as JSON.
@@ -55,6 +56,9 @@ pub struct SchemaJson {
     /// Validity filters.
     #[serde(default = "default_rle")]
     pub validity_filters: Vec<FilterJson>,
+    /// Dimension labels (printed only when there are some).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dimension_labels: Option<Vec<LabelJson>>,
 }
 
 /// A dimension as JSON.
@@ -86,21 +90,52 @@ pub struct AttributeJson {
     /// Datatype name.
     #[serde(rename = "type")]
     pub datatype: String,
-    /// An integer, or `"var"`.
-    #[serde(default = "one")]
-    pub cell_val_num: Json,
+    /// An integer, or `"var"` (omitted: 1, or var for `any`).
+    #[serde(default)]
+    pub cell_val_num: Option<Json>,
     /// Whether cells may be null.
     #[serde(default)]
     pub nullable: bool,
     /// Fill value (omitted: TileDB's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fill: Option<Json>,
+    /// Validity of the fill value (nullable attributes only; default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill_validity: Option<bool>,
     /// Filters.
     #[serde(default)]
     pub filters: Vec<FilterJson>,
     /// Enumeration name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enumeration: Option<String>,
+    /// Declared order, `"increasing"` or `"decreasing"` (omitted: unordered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<String>,
+}
+
+/// A dimension label as JSON (printed only when the schema has labels).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelJson {
+    /// Label name.
+    pub name: String,
+    /// Name of the labelled dimension.
+    pub dimension: String,
+    /// Label attribute name in the label array.
+    pub attribute: String,
+    /// `"increasing"` or `"decreasing"`.
+    pub order: String,
+    /// Label datatype.
+    #[serde(rename = "type")]
+    pub datatype: String,
+    /// An integer or `"var"`.
+    pub cell_val_num: Json,
+    /// Location of the label array as stored.
+    pub uri: String,
+    /// Whether `uri` is relative to the array.
+    pub relative: bool,
+    /// Whether the label array is external.
+    pub external: bool,
 }
 
 /// An enumeration as JSON.
@@ -161,9 +196,6 @@ fn row_major() -> String {
 }
 fn default_capacity() -> u64 {
     tessera_types::DEFAULT_CAPACITY
-}
-fn one() -> Json {
-    Json::from(1)
 }
 fn default_zstd() -> Vec<FilterJson> {
     vec![FilterJson { filter_type: "zstd".into(), level: Some(-1), ..FilterJson::default() }]
@@ -228,22 +260,44 @@ pub fn to_json(schema: &ArraySchema, enumerations: &[Enumeration]) -> SchemaJson
         coords_filters: filters_json(&schema.coords_filters),
         offsets_filters: filters_json(&schema.offsets_filters),
         validity_filters: filters_json(&schema.validity_filters),
+        dimension_labels: (!schema.dimension_labels.is_empty()).then(|| {
+            schema
+                .dimension_labels
+                .iter()
+                .map(|l| LabelJson {
+                    name: l.name.clone(),
+                    dimension: schema
+                        .dimensions
+                        .get(l.dim_index as usize)
+                        .map_or_else(|| l.dim_index.to_string(), |d| d.name.clone()),
+                    attribute: l.attribute_name.clone(),
+                    order: l.order.name().into(),
+                    datatype: l.datatype.name().into(),
+                    cell_val_num: cell_val_num_json(l.cell_val_num),
+                    uri: l.uri.clone(),
+                    relative: l.relative_uri,
+                    external: l.is_external,
+                })
+                .collect()
+        }),
     }
+}
+
+fn cell_val_num_json(n: u32) -> Json {
+    if n == CELL_VAL_NUM_VAR { Json::from("var") } else { Json::from(n) }
 }
 
 fn attribute_json(a: &Attribute) -> AttributeJson {
     AttributeJson {
         name: a.name.clone(),
         datatype: a.datatype.name().into(),
-        cell_val_num: if a.is_var() { Json::from("var") } else { Json::from(a.cell_val_num) },
+        cell_val_num: Some(cell_val_num_json(a.cell_val_num)),
         nullable: a.nullable,
-        fill: Some(cell_json(
-            a.datatype,
-            if a.is_var() { CELL_VAL_NUM_VAR } else { a.cell_val_num },
-            &a.fill_value,
-        )),
+        fill: Some(cell_json(a.datatype, a.cell_val_num, &a.fill_value)),
+        fill_validity: a.nullable.then_some(a.fill_value_validity),
         filters: filters_json(&a.filters),
         enumeration: a.enumeration.clone(),
+        order: (a.order != DataOrder::Unordered).then(|| a.order.name().into()),
     }
 }
 
@@ -255,8 +309,43 @@ pub fn value_json(dt: Datatype, bytes: &[u8]) -> Json {
         Ok(Value::UInt(v)) if dt == Datatype::Bool => Json::from(v != 0),
         Ok(Value::UInt(v)) => Json::from(v),
         Ok(Value::Float(v)) => float_json(v, dt == Datatype::Float32),
-        Ok(Value::Bytes(b)) => bytes_json(&b),
+        Ok(Value::Bytes(b)) => text_json(dt, &b),
         Err(_) => Json::Null,
+    }
+}
+
+/// Text of a string-like type: UTF-8 for byte strings, UTF-16LE for UTF-16/UCS-2, UTF-32LE
+/// for UTF-32/UCS-4; `{"hex": …}` when the bytes do not decode.
+fn text_json(dt: Datatype, b: &[u8]) -> Json {
+    let decoded = match dt {
+        Datatype::StringUtf16 | Datatype::StringUcs2 if b.len() % 2 == 0 => {
+            let units: Vec<u16> =
+                b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+            String::from_utf16(&units).ok()
+        }
+        Datatype::StringUtf32 | Datatype::StringUcs4 if b.len() % 4 == 0 => b
+            .chunks_exact(4)
+            .map(|c| char::from_u32(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .collect::<Option<String>>(),
+        Datatype::StringUtf16
+        | Datatype::StringUcs2
+        | Datatype::StringUtf32
+        | Datatype::StringUcs4 => None,
+        _ => std::str::from_utf8(b).ok().map(str::to_owned),
+    };
+    decoded.map_or_else(|| bytes_json(b), Json::from)
+}
+
+/// The bytes of `text` in the encoding of string type `dt`.
+fn text_bytes(dt: Datatype, text: &str) -> Vec<u8> {
+    match dt {
+        Datatype::StringUtf16 | Datatype::StringUcs2 => {
+            text.encode_utf16().flat_map(u16::to_le_bytes).collect()
+        }
+        Datatype::StringUtf32 | Datatype::StringUcs4 => {
+            text.chars().flat_map(|c| u32::from(c).to_le_bytes()).collect()
+        }
+        _ => text.as_bytes().to_vec(),
     }
 }
 
@@ -286,10 +375,10 @@ fn bytes_json(b: &[u8]) -> Json {
 /// A whole cell (`cell_val_num` values, or a var cell's bytes) as the cells JSONL prints it:
 /// one value, an array, a string for char/string types, an array of bytes for blobs.
 pub fn cell_json(dt: Datatype, cell_val_num: u32, bytes: &[u8]) -> Json {
-    if dt.is_string() || dt == Datatype::Char {
-        return bytes_json(bytes);
+    if dt.is_string() || matches!(dt, Datatype::Char | Datatype::GeomWkt) {
+        return text_json(dt, bytes);
     }
-    if matches!(dt, Datatype::Blob | Datatype::Any | Datatype::GeomWkb | Datatype::GeomWkt) {
+    if matches!(dt, Datatype::Blob | Datatype::Any | Datatype::GeomWkb) {
         return Json::Array(bytes.iter().map(|b| Json::from(*b)).collect());
     }
     let size = dt.size();
@@ -424,7 +513,7 @@ pub fn value_from_json(dt: Datatype, j: &Json) -> Result<Vec<u8>> {
             "-Infinity" => Value::Float(f64::NEG_INFINITY),
             _ => return Err(Error::json(format!("{s:?} is not a {dt} value"))),
         },
-        Json::String(s) => Value::Bytes(s.as_bytes().to_vec()),
+        Json::String(s) => Value::Bytes(text_bytes(dt, s)),
         Json::Bool(b) => Value::UInt(u64::from(*b)),
         Json::Object(o) if o.contains_key("hex") => {
             let hex = o.get("hex").and_then(Json::as_str).unwrap_or("");
@@ -452,7 +541,10 @@ fn decode_hex(s: &str) -> Result<Vec<u8>> {
 
 fn cell_from_json(dt: Datatype, cell_val_num: u32, j: &Json) -> Result<Vec<u8>> {
     match j {
-        Json::Array(items) if !(dt.is_string() || dt == Datatype::Char) || cell_val_num == 1 => {
+        Json::Array(items)
+            if !(dt.is_string() || matches!(dt, Datatype::Char | Datatype::GeomWkt))
+                || cell_val_num == 1 =>
+        {
             let mut out = Vec::new();
             for item in items {
                 out.extend(value_from_json(dt, item)?);
@@ -481,9 +573,16 @@ pub fn from_json(j: &SchemaJson) -> Result<(ArraySchema, Vec<Enumeration>)> {
     let array_type = ArrayType::from_name(&j.array_type).map_err(|_| {
         Error::json(format!("array_type {:?} is not dense or sparse", j.array_type))
     })?;
+    let cell_order = layout(&j.cell_order, "cell_order")?;
+    // With Hilbert cells the tile order means nothing; it is stored as row-major.
+    let tile_order = if cell_order == Layout::Hilbert {
+        Layout::RowMajor
+    } else {
+        layout(&j.tile_order, "tile_order")?
+    };
     let mut b = ArraySchema::builder(array_type)
-        .tile_order(layout(&j.tile_order, "tile_order")?)
-        .cell_order(layout(&j.cell_order, "cell_order")?)
+        .tile_order(tile_order)
+        .cell_order(cell_order)
         .capacity(j.capacity)
         .allows_duplicates(j.allows_duplicates)
         .coords_filters(pipeline_from_json(&j.coords_filters)?)
@@ -505,15 +604,17 @@ pub fn from_json(j: &SchemaJson) -> Result<(ArraySchema, Vec<Enumeration>)> {
     for a in &j.attributes {
         let dt = datatype(&a.datatype)?;
         let cell_val_num = match &a.cell_val_num {
-            Json::String(s) if s == "var" => CELL_VAL_NUM_VAR,
-            Json::Number(n) => n
+            None if dt == Datatype::Any => CELL_VAL_NUM_VAR,
+            None => 1,
+            Some(Json::String(s)) if s == "var" => CELL_VAL_NUM_VAR,
+            Some(Json::Number(n)) => n
                 .as_u64()
                 .and_then(|n| u32::try_from(n).ok())
                 .filter(|&n| n != CELL_VAL_NUM_VAR)
                 .ok_or_else(|| {
                     Error::json(format!("attribute {:?}: bad cell_val_num {n}", a.name))
                 })?,
-            other => {
+            Some(other) => {
                 return Err(Error::json(format!(
                     "attribute {:?}: bad cell_val_num {other}",
                     a.name
@@ -524,6 +625,15 @@ pub fn from_json(j: &SchemaJson) -> Result<(ArraySchema, Vec<Enumeration>)> {
         attr.filters = pipeline_from_json(&a.filters)?;
         if let Some(fill) = &a.fill {
             attr.fill_value = cell_from_json(dt, cell_val_num, fill)?;
+        }
+        attr.fill_value_validity = a.fill_validity.unwrap_or(false);
+        if let Some(order) = &a.order {
+            attr.order = DataOrder::from_name(order).map_err(|_| {
+                Error::json(format!(
+                    "attribute {:?}: order {order:?} is not increasing or decreasing",
+                    a.name
+                ))
+            })?;
         }
         attr.enumeration = a.enumeration.clone();
         b = b.attribute(attr);
@@ -565,6 +675,29 @@ pub fn from_json(j: &SchemaJson) -> Result<(ArraySchema, Vec<Enumeration>)> {
             })
             .collect::<Result<Vec<_>>>()?;
         b = b.current_domain(Some(CurrentDomain { kind: CurrentDomainType::NdRectangle, ranges }));
+    }
+    for l in j.dimension_labels.iter().flatten() {
+        let dim_index = dims.iter().position(|d| d.name == l.dimension).ok_or_else(|| {
+            Error::json(format!("label {:?}: no dimension {:?}", l.name, l.dimension))
+        })?;
+        let cell_val_num = match &l.cell_val_num {
+            Json::String(s) if s == "var" => CELL_VAL_NUM_VAR,
+            n => n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| Error::json(format!("label {:?}: bad cell_val_num {n}", l.name)))?,
+        };
+        b = b.dimension_label(DimensionLabel {
+            dim_index: dim_index as u32,
+            name: l.name.clone(),
+            relative_uri: l.relative,
+            uri: l.uri.clone(),
+            attribute_name: l.attribute.clone(),
+            order: DataOrder::from_name(&l.order).map_err(|e| Error::json(e.to_string()))?,
+            datatype: datatype(&l.datatype)?,
+            cell_val_num,
+            is_external: l.external,
+        });
     }
     let schema = b.build()?;
     Ok((schema, enumerations))

@@ -336,6 +336,13 @@ impl SchemaBuilder {
         self
     }
 
+    /// Adds a dimension label.
+    #[must_use]
+    pub fn dimension_label(mut self, l: DimensionLabel) -> Self {
+        self.schema.dimension_labels.push(l);
+        self
+    }
+
     /// Lists an enumeration (its values are stored separately).
     #[must_use]
     pub fn enumeration(mut self, e: EnumerationRef) -> Self {
@@ -349,6 +356,7 @@ impl SchemaBuilder {
     /// [`Error::Invalid`] for anything libtiledb would reject.
     pub fn build(mut self) -> Result<ArraySchema> {
         crate::validate::fill_default_extents(&mut self.schema)?;
+        crate::validate::fill_webp_extents(&mut self.schema);
         self.schema.validate()?;
         Ok(self.schema)
     }

@@ -15,35 +15,60 @@ pub(crate) fn is_dimension_type(dt: Datatype) -> bool {
         || dt == Datatype::StringAscii
 }
 
-/// Gives every fixed-size dimension without a tile extent the extent libtiledb stores:
-/// the domain's range (+1 for integers), unless the cell order is Hilbert.
+/// The tile extent libtiledb stores for a dimension given none: the domain's range (+1 for
+/// integers), computed in the dimension's own type, so it wraps (int8 `[-128, 126]` gives
+/// `-1`) or overflows to infinity (float32 near its limits), as libtiledb's is.
+pub(crate) fn default_extent(d: &Dimension) -> Result<Option<Vec<u8>>> {
+    let Some([lo, hi]) = d.domain_values()? else { return Ok(None) };
+    let bytes = match d.datatype {
+        Datatype::Float32 => {
+            let (lo, hi) = (lo.as_f64().unwrap_or(0.0) as f32, hi.as_f64().unwrap_or(0.0) as f32);
+            (hi - lo).to_le_bytes().to_vec()
+        }
+        Datatype::Float64 => {
+            (hi.as_f64().unwrap_or(0.0) - lo.as_f64().unwrap_or(0.0)).to_le_bytes().to_vec()
+        }
+        dt => {
+            let (lo, hi) = (lo.as_i128().unwrap_or(0), hi.as_i128().unwrap_or(0));
+            // two's-complement wrap to the type's width
+            (hi - lo + 1).to_le_bytes()[..dt.size()].to_vec()
+        }
+    };
+    Ok(Some(bytes))
+}
+
+/// Gives every fixed-size dimension without a tile extent the one libtiledb fills in
+/// ([`default_extent`]), unless the cell order is Hilbert.
 pub(crate) fn fill_default_extents(schema: &mut ArraySchema) -> Result<()> {
     if schema.cell_order == Layout::Hilbert {
         return Ok(());
     }
     for d in &mut schema.dimensions {
-        if d.tile_extent.is_some() || d.is_var() {
-            continue;
+        if d.tile_extent.is_none() && !d.is_var() {
+            d.tile_extent = default_extent(d)?;
         }
-        let Some([lo, hi]) = d.domain_values()? else { continue };
-        let mut out = Vec::new();
-        if d.datatype.is_float() {
-            let (lo, hi) = (lo.as_f64().unwrap_or(0.0), hi.as_f64().unwrap_or(0.0));
-            Value::Float(hi - lo).encode(d.datatype, &mut out)?;
-        } else {
-            let (lo, hi) = (lo.as_i128().unwrap_or(0), hi.as_i128().unwrap_or(0));
-            let full = hi - lo + 1;
-            let v = i64::try_from(full).ok().map_or(Value::UInt(full as u64), Value::Int);
-            if v.encode(d.datatype, &mut out).is_err() {
-                out.clear();
-                // The range does not fit the type: keep the largest extent that does.
-                Value::Int(i64::try_from(hi - lo).unwrap_or(i64::MAX))
-                    .encode(d.datatype, &mut out)?;
-            }
-        }
-        d.tile_extent = Some(out);
     }
     Ok(())
+}
+
+/// libtiledb sets the WebP extents (`[y, x]` = the first two dimensions' tile extents) on the
+/// WebP filter of the schema's last attribute only; the others keep `[0, 0]`.
+pub(crate) fn fill_webp_extents(schema: &mut ArraySchema) {
+    let extent = |i: usize| {
+        schema
+            .dimensions
+            .get(i)
+            .and_then(|d| d.tile_extent_value().ok().flatten())
+            .and_then(|v| v.as_i128())
+    };
+    let (Some(y), Some(x)) = (extent(0), extent(1)) else { return };
+    let Some(last) = schema.attributes.last_mut() else { return };
+    for f in &mut last.filters.filters {
+        if let tessera_filters::Filter::Webp { y_extent, x_extent, .. } = f {
+            *y_extent = y as u16;
+            *x_extent = x as u16;
+        }
+    }
 }
 
 pub(crate) fn validate(s: &ArraySchema) -> Result<()> {
@@ -244,6 +269,13 @@ fn validate_dimension(d: &Dimension, dense: bool, cell_order: Layout) -> Result<
     }
     let lo = Value::decode(d.datatype, lo_b)?;
     let hi = Value::decode(d.datatype, hi_b)?;
+    // libtiledb accepts the extent it fills in itself, even where it wrapped or overflowed,
+    // unless it wrapped to zero (a full-range integer domain).
+    let is_default = d.tile_extent.is_some() && d.tile_extent == default_extent(d)?;
+    let zero = d.tile_extent.as_ref().is_some_and(|e| e.iter().all(|&b| b == 0));
+    if is_default && !zero {
+        return Ok(());
+    }
     if d.datatype.is_float() {
         let (l, h) = (lo.as_f64().unwrap_or(f64::NAN), hi.as_f64().unwrap_or(f64::NAN));
         if !l.is_finite() || !h.is_finite() {

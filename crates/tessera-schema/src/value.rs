@@ -64,12 +64,16 @@ impl Value {
     pub fn encode(&self, dt: Datatype, out: &mut Vec<u8>) -> Result<()> {
         use Datatype as D;
         let bad = || Error::invalid(format!("value {self:?} does not fit datatype {dt}"));
+        if let Value::Bytes(b) = self {
+            // Raw bytes (strings, or char cells given as text); the caller checks the length.
+            if !(is_bytes_like(dt) || dt == D::Char) {
+                return Err(bad());
+            }
+            out.extend_from_slice(b);
+            return Ok(());
+        }
         if is_bytes_like(dt) {
             return match self {
-                Value::Bytes(b) => {
-                    out.extend_from_slice(b);
-                    Ok(())
-                }
                 Value::UInt(v) if dt.size() == 1 => {
                     out.push(u8::try_from(*v).map_err(|_| bad())?);
                     Ok(())
