@@ -318,12 +318,12 @@ pub fn value_json(dt: Datatype, bytes: &[u8]) -> Json {
 /// for UTF-32/UCS-4; `{"hex": …}` when the bytes do not decode.
 fn text_json(dt: Datatype, b: &[u8]) -> Json {
     let decoded = match dt {
-        Datatype::StringUtf16 | Datatype::StringUcs2 if b.len() % 2 == 0 => {
+        Datatype::StringUtf16 | Datatype::StringUcs2 if b.len().is_multiple_of(2) => {
             let units: Vec<u16> =
                 b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
             String::from_utf16(&units).ok()
         }
-        Datatype::StringUtf32 | Datatype::StringUcs4 if b.len() % 4 == 0 => b
+        Datatype::StringUtf32 | Datatype::StringUcs4 if b.len().is_multiple_of(4) => b
             .chunks_exact(4)
             .map(|c| char::from_u32(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
             .collect::<Option<String>>(),
