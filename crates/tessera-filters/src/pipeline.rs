@@ -102,11 +102,6 @@ impl FilterPipeline {
         types
     }
 
-    /// Whether tiles are split into chunks (`max_chunk_size != 0` and no WebP filter).
-    pub fn uses_chunking(&self) -> bool {
-        self.max_chunk_size != 0 && !self.contains(FilterType::Webp)
-    }
-
     /// Whether a var-sized tile of `datatype` takes the offset-free string path of RLE or
     /// DICTIONARY: its data is encoded together with its offsets, the offsets tile is written
     /// as a single zero `u64`, and the data tile is not chunked.

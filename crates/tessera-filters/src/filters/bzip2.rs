@@ -76,10 +76,7 @@ pub(crate) fn decompress(_src: &[u8], _orig: usize, _dst: &mut Vec<u8>) -> Resul
 #[cfg(all(test, feature = "bzip2"))]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
-    }
+    use crate::filters::util::test_support::unhex as hex;
 
     /// 200 int32 values `(i * 7) % 23`, the input of the libtiledb tiles below.
     fn input() -> Vec<u8> {

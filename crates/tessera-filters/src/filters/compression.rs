@@ -517,6 +517,7 @@ pub(crate) fn stream_into(
 mod tests {
     use super::*;
     use crate::FilterPipeline;
+    use crate::filters::util::test_support::unhex as hex;
 
     fn ctx(datatype: Datatype, cell_size: usize) -> FilterContext {
         FilterContext { datatype, cell_size, version: 22 }
@@ -648,11 +649,6 @@ mod tests {
         let mut out = Vec::new();
         codec.decode_chunk(&enc.metadata, &enc.data, &mut out).unwrap();
         assert_eq!(out, payload);
-    }
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
     }
 
     fn string_cells() -> (Vec<u8>, Vec<u64>) {

@@ -206,12 +206,8 @@ fn decompress_typed<T: Int>(src: &[u8], orig: usize, dst: &mut Vec<u8>) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filters::util::test_support::unhex as hex;
     use tessera_types::Primitive;
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
-    }
 
     fn le<T: Primitive>(values: &[T]) -> Vec<u8> {
         let mut out = Vec::new();

@@ -373,12 +373,8 @@ pub(crate) fn decode_strings(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filters::util::test_support::{strings, unhex as hex};
     use tessera_types::Primitive;
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
-    }
 
     fn round_trip(width: usize, src: &[u8]) -> Vec<u8> {
         let mut enc = Vec::new();
@@ -474,16 +470,6 @@ mod tests {
             b"aa".to_vec(),
         ];
         strings(&cells)
-    }
-
-    fn strings(cells: &[Vec<u8>]) -> (Vec<u8>, Vec<u64>) {
-        let mut data = Vec::new();
-        let mut offsets = Vec::new();
-        for c in cells {
-            offsets.push(data.len() as u64);
-            data.extend_from_slice(c);
-        }
-        (data, offsets)
     }
 
     fn check_strings(data: &[u8], offsets: &[u64]) -> Parts {

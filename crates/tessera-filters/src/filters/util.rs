@@ -253,14 +253,26 @@ pub(crate) mod test_support {
             .collect()
     }
 
+    /// The bytes of hex text (whitespace ignored), for golden vectors.
+    pub(crate) fn unhex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    }
+
+    /// Var-sized cells as one data buffer and their start offsets.
+    pub(crate) fn strings(cells: &[Vec<u8>]) -> (Vec<u8>, Vec<u64>) {
+        let mut data = Vec::new();
+        let mut offsets = Vec::new();
+        for c in cells {
+            offsets.push(data.len() as u64);
+            data.extend_from_slice(c);
+        }
+        (data, offsets)
+    }
+
     /// Lower-case hex of `b`.
     pub(crate) fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()
-    }
-
-    /// Bytes of a hex string.
-    pub(crate) fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()
     }
 
     /// SHA-256 of `b` in hex.
