@@ -33,6 +33,30 @@ pub mod dirs {
         [SCHEMA, ENUMERATIONS, COMMITS, FRAGMENTS, META, FRAGMENT_META, LABELS];
 }
 
+fn read_schema(storage: &dyn Storage, name: &str) -> Result<ArraySchema> {
+    let file_name = format!("{}/{name}", dirs::SCHEMA);
+    let bytes = storage.read(&file_name)?;
+    ArraySchema::parse_file(&bytes).map_err(|source| match source {
+        tessera_schema::Error::UnsupportedVersion { version, .. } => Error::Unsupported(format!(
+            "{file_name}: format version {version} (Tessera reads 5 to {FORMAT_VERSION})"
+        )),
+        source => Error::Schema { file: file_name, source },
+    })
+}
+
+fn read_enumerations(storage: &dyn Storage, schema: &ArraySchema) -> Result<Vec<Enumeration>> {
+    let mut enumerations = Vec::with_capacity(schema.enumerations.len());
+    for EnumerationRef { path, .. } in &schema.enumerations {
+        let file = format!("{}/{path}", dirs::ENUMERATIONS);
+        let bytes = storage.read(&file)?;
+        let payload = tessera_tile::read_generic_tile(&bytes)
+            .map_err(|e| Error::Schema { file: file.clone(), source: e.into() })?;
+        enumerations
+            .push(Enumeration::parse(&payload).map_err(|source| Error::Schema { file, source })?);
+    }
+    Ok(enumerations)
+}
+
 /// An open array: its storage, the schema in force and that schema's enumerations.
 #[derive(Debug, Clone)]
 pub struct Array {
@@ -152,26 +176,8 @@ impl Array {
             }
             None => return Err(Error::NoSchemaAt(timestamp)),
         };
-        let file_name = format!("{}/{chosen}", dirs::SCHEMA);
-        let bytes = storage.read(&file_name)?;
-        let schema = ArraySchema::parse_file(&bytes).map_err(|source| match source {
-            tessera_schema::Error::UnsupportedVersion { version, .. } => {
-                Error::Unsupported(format!(
-                    "{file_name}: format version {version} (Tessera reads 5 to {FORMAT_VERSION})"
-                ))
-            }
-            source => Error::Schema { file: file_name.clone(), source },
-        })?;
-        let mut enumerations = Vec::with_capacity(schema.enumerations.len());
-        for EnumerationRef { path, .. } in &schema.enumerations {
-            let file = format!("{}/{path}", dirs::ENUMERATIONS);
-            let bytes = storage.read(&file)?;
-            let payload = tessera_tile::read_generic_tile(&bytes)
-                .map_err(|e| Error::Schema { file: file.clone(), source: e.into() })?;
-            enumerations.push(
-                Enumeration::parse(&payload).map_err(|source| Error::Schema { file, source })?,
-            );
-        }
+        let schema = read_schema(storage.as_ref(), &chosen.to_string())?;
+        let enumerations = read_enumerations(storage.as_ref(), &schema)?;
         Ok(Array {
             storage,
             schema: Arc::new(schema),
@@ -179,6 +185,17 @@ impl Array {
             schema_names,
             enumerations,
         })
+    }
+
+    /// Loads the schema file `name` (a file under `__schema/`, as a fragment's footer names the
+    /// schema it was written with) and that schema's enumerations.
+    ///
+    /// # Errors
+    /// When the file is missing, corrupt or of an unsupported version.
+    pub fn load_schema(&self, name: &str) -> Result<(ArraySchema, Vec<Enumeration>)> {
+        let schema = read_schema(self.storage.as_ref(), name)?;
+        let enumerations = read_enumerations(self.storage.as_ref(), &schema)?;
+        Ok((schema, enumerations))
     }
 
     /// The schema in force.

@@ -120,3 +120,30 @@ fn open_fails_clearly() {
     let err = Array::open(storage).unwrap_err().to_string();
     assert!(err.contains(&format!("__schema/{name}")) && err.contains("offset"), "{err}");
 }
+
+/// The `evolution` fixture (libtiledb evolved its schema four times): `open` takes the newest
+/// schema, and every older one loads by name, each equal to libtiledb's view of it.
+#[test]
+fn libtiledb_schema_evolution_fixture() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/schemas");
+    let storage: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.join("evolution")));
+    let array = Array::open(storage).unwrap();
+    let names = array.schema_names().to_vec();
+    assert_eq!(names.len(), 5);
+    assert_eq!(array.schema_name(), names.last().unwrap());
+    let view = |name: &TimestampedName| {
+        let (schema, enums) = array.load_schema(&name.to_string()).unwrap();
+        serde_json::to_value(tessera_schema::json::to_json(&schema, &enums)).unwrap()
+    };
+    let expected = |file: String| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap()
+    };
+    for (i, name) in names.iter().enumerate().take(4) {
+        assert_eq!(view(name), expected(format!("evolution.v{i}.schema.json")), "schema {i}");
+    }
+    assert_eq!(view(names.last().unwrap()), expected("evolution.schema.json".into()));
+    let newest =
+        serde_json::to_value(tessera_schema::json::to_json(array.schema(), array.enumerations()))
+            .unwrap();
+    assert_eq!(newest, expected("evolution.schema.json".into()));
+}
