@@ -2,14 +2,18 @@
 //!
 //! * `venv`: create the reference Python environment (`target/reference-venv`, tiledb-py
 //!   0.36.1 = libtiledb 2.30.0) if it is missing; quick when it is there.
-//! * `fixtures`: regenerate the golden fixtures under `testdata/` with the reference library
-//!   (`xtask/fixtures/generate.py`), then check them.
+//! * `fixtures [--family NAME ...]`: regenerate the golden fixtures under `testdata/` (all
+//!   families, or only those named) with the reference library (`xtask/fixtures/generate.py`),
+//!   then check them.
 //! * `conformance`: re-read every fixture with the reference library and compare it with its
-//!   expected cells, schema JSON and manifest (`xtask/fixtures/check.py`); then the create
-//!   conformance: every `testdata/create/<name>.json` is created with tiledb-py and checked
-//!   (which validates the inputs and the checker), then built into an array by
+//!   expected cells, schema JSON, fragment listings and manifest (`xtask/fixtures/check.py`);
+//!   then the create conformance: every `testdata/create/<name>.json` is created with tiledb-py
+//!   and checked (which validates the inputs and the checker), then built into an array by
 //!   `tessera create` (when the `tessera-cli` package exists) and checked by
-//!   `xtask/fixtures/check_create.py` against libtiledb.
+//!   `xtask/fixtures/check_create.py` against libtiledb; then the fragments conformance:
+//!   `tessera fragments <array> --json` on every array of `testdata/fragments/` (when the CLI
+//!   has that subcommand), compared with the expected `.fragments.json` by
+//!   `xtask/fixtures/check_tessera_fragments.py`.
 //! * `test`: `cargo test --workspace`, then `conformance`. This is the project's test command.
 //!
 //! Every command that needs Python creates the venv first; nothing is installed system-wide.
@@ -17,7 +21,7 @@
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -28,8 +32,9 @@ const REFERENCE_PACKAGES: &[&str] = &["tiledb==0.36.1", "numpy==2.4.6"];
 const EXPECTED_VERSIONS: &str = "0.36.1 2.30.0";
 /// Written into the venv once it is complete; holds the package list it was built from.
 const STAMP_FILE: &str = ".tessera-reference";
-/// The directories under `testdata/` that the generator owns (deleted before regenerating).
-const GENERATED_DIRS: &[&str] = &["filters", "schemas"];
+/// The fixture families: the directories under `testdata/` that the generator owns (deleted
+/// before regenerating).
+const GENERATED_DIRS: &[&str] = &["filters", "schemas", "fragments"];
 /// The schema JSON inputs of the create conformance step.
 const CREATE_INPUTS: &str = "testdata/create";
 /// Where `tessera create` makes the arrays of the create conformance step.
@@ -38,6 +43,10 @@ const CREATE_OUT: &str = "target/conformance/create";
 const CREATE_REFERENCE_OUT: &str = "target/conformance/create-reference";
 /// The manifest whose presence means the CLI package exists in the workspace.
 const CLI_MANIFEST: &str = "crates/tessera-cli/Cargo.toml";
+/// The `fragments` fixture family: arrays with `<name>.fragments.json` expectations.
+const FRAGMENTS_FIXTURES: &str = "testdata/fragments";
+/// Where the fragments conformance step stores what `tessera fragments --json` printed.
+const FRAGMENTS_OUT: &str = "target/conformance/fragments";
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Tessera project automation")]
@@ -51,9 +60,15 @@ enum Cmd {
     /// Create the reference venv (target/reference-venv) if missing, and print its python.
     Venv,
     /// Delete and regenerate the golden fixtures in testdata/ with libtiledb, then check them.
-    Fixtures,
+    Fixtures {
+        /// Regenerate only this family (repeatable): filters, schemas or fragments. Default:
+        /// all of them. The others are left as they are (and still checked).
+        #[arg(long = "family", value_name = "FAMILY")]
+        families: Vec<String>,
+    },
     /// Re-read every fixture with libtiledb and compare with the committed expectations, then
-    /// check `tessera create` against libtiledb on testdata/create/*.json.
+    /// check `tessera create` against libtiledb on testdata/create/*.json and
+    /// `tessera fragments --json` against the fragments family.
     Conformance,
     /// Run `cargo test --workspace`, then the conformance check. Extra arguments after `--`
     /// go to `cargo test`.
@@ -82,7 +97,7 @@ fn real_main() -> Result<()> {
             let python = ensure_venv(&root)?;
             println!("{}", python.display());
         }
-        Cmd::Fixtures => fixtures(&root)?,
+        Cmd::Fixtures { families } => fixtures(&root, &families)?,
         Cmd::Conformance => conformance(&root)?,
         Cmd::Test { cargo_args } => {
             ensure_venv(&root)?;
@@ -168,11 +183,22 @@ fn ensure_venv(root: &Path) -> Result<PathBuf> {
     Ok(python)
 }
 
-/// Regenerate every fixture directory the generator owns, then check the result.
-fn fixtures(root: &Path) -> Result<()> {
+/// Regenerate the fixture directories of `families` (every one the generator owns when empty),
+/// then check all of them.
+fn fixtures(root: &Path, families: &[String]) -> Result<()> {
+    for family in families {
+        if !GENERATED_DIRS.contains(&family.as_str()) {
+            bail!("unknown fixture family {family:?} (known: {})", GENERATED_DIRS.join(", "));
+        }
+    }
+    let selected: Vec<&str> = if families.is_empty() {
+        GENERATED_DIRS.to_vec()
+    } else {
+        GENERATED_DIRS.iter().copied().filter(|d| families.iter().any(|f| f == d)).collect()
+    };
     let python = ensure_venv(root)?;
     let testdata = root.join("testdata");
-    for dir in GENERATED_DIRS {
+    for dir in &selected {
         let path = testdata.join(dir);
         if path.exists() {
             println!("xtask: deleting {}", path.display());
@@ -183,21 +209,28 @@ fn fixtures(root: &Path) -> Result<()> {
     println!("xtask: generating fixtures with libtiledb into {}", testdata.display());
     let mut cmd = python_script(&python, root, "generate.py");
     cmd.arg("--out").arg(&testdata);
+    if !families.is_empty() {
+        for dir in &selected {
+            cmd.args(["--family", dir]);
+        }
+    }
     run(&mut cmd, "xtask/fixtures/generate.py")?;
     check_fixtures(&python, root)
 }
 
-/// Ensure the venv, then run the fixture checker and the create conformance step. Both run
-/// even if the first fails; the command fails if either does.
+/// Ensure the venv, then run the fixture checker, the create conformance step and the
+/// fragments conformance step. All run even if an earlier one fails; the command fails if
+/// any does.
 fn conformance(root: &Path) -> Result<()> {
     let python = ensure_venv(root)?;
-    let fixtures = check_fixtures(&python, root);
-    let create = create_conformance(&python, root);
-    match (fixtures, create) {
-        (Ok(()), Ok(())) => Ok(()),
-        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
-        (Err(e1), Err(e2)) => bail!("{e1:#}; and {e2:#}"),
-    }
+    let results = [
+        check_fixtures(&python, root),
+        create_conformance(&python, root),
+        fragments_conformance(&python, root),
+    ];
+    let errors: Vec<String> =
+        results.into_iter().filter_map(|r| r.err().map(|e| format!("{e:#}"))).collect();
+    if errors.is_empty() { Ok(()) } else { bail!("{}", errors.join("; and ")) }
 }
 
 fn check_fixtures(python: &Path, root: &Path) -> Result<()> {
@@ -223,24 +256,13 @@ fn create_conformance(python: &Path, root: &Path) -> Result<()> {
     run(&mut cmd, "create conformance reference run (xtask/fixtures/check_create.py)")?;
 
     if !root.join(CLI_MANIFEST).is_file() {
-        let line = "=".repeat(78);
-        println!("xtask: {line}");
-        println!("xtask: SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):");
-        println!("xtask:          `tessera create` was NOT checked against libtiledb");
-        println!("xtask: {line}");
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         `tessera create` was NOT checked against libtiledb",
+        ]);
         return Ok(());
     }
-
-    println!("xtask: building the CLI (cargo build --release -p tessera-cli)");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(root).args(["build", "--release", "-p", "tessera-cli"]);
-    run(&mut cmd, "cargo build --release -p tessera-cli")?;
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .map_or_else(|| root.join("target"), |d| root.join(d));
-    let exe = if cfg!(windows) { "tessera.exe" } else { "tessera" };
-    let tessera = target_dir.join("release").join(exe);
+    let tessera = build_cli(root)?;
 
     let mut inputs = Vec::new();
     for entry in fs::read_dir(root.join(CREATE_INPUTS)).context("listing testdata/create")? {
@@ -290,6 +312,118 @@ fn create_conformance(python: &Path, root: &Path) -> Result<()> {
         bail!("tessera create failed on {} input(s): {}", failures.len(), failures.join(", "));
     }
     checked
+}
+
+/// The fragments conformance step: for every array `testdata/fragments/<name>` (one per
+/// `<name>.fragments.json`), run `tessera fragments testdata/fragments/<name> --json`, store
+/// its standard output in `target/conformance/fragments/<name>.fragments.json`, then compare
+/// each with the expected file (parsed JSON, exact values, every difference reported) with
+/// `xtask/fixtures/check_tessera_fragments.py`. Skipped loudly when the CLI package does not
+/// exist or its binary has no `fragments` subcommand (`tessera fragments --help` fails).
+fn fragments_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: fragments conformance (tessera fragments --json vs {FRAGMENTS_FIXTURES})");
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         `tessera fragments` was NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    let supported = Command::new(&tessera)
+        .current_dir(root)
+        .args(["fragments", "--help"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !supported {
+        loud_skip(&[
+            "SKIPPED: tessera fragments not available (`tessera fragments --help` failed):",
+            "         `tessera fragments --json` was NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+
+    let mut names = Vec::new();
+    let listing = fs::read_dir(root.join(FRAGMENTS_FIXTURES))
+        .with_context(|| format!("listing {FRAGMENTS_FIXTURES}"))?;
+    for entry in listing {
+        let file_name = entry?.file_name();
+        let Some(file_name) = file_name.to_str() else { continue };
+        if let Some(name) = file_name.strip_suffix(".fragments.json") {
+            names.push(name.to_owned());
+        }
+    }
+    names.sort();
+    if names.is_empty() {
+        bail!("no {FRAGMENTS_FIXTURES}/*.fragments.json: run `cargo xtask fixtures`");
+    }
+    let out = root.join(FRAGMENTS_OUT);
+    if out.exists() {
+        fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut failures = Vec::new();
+    for name in &names {
+        let array = format!("{FRAGMENTS_FIXTURES}/{name}");
+        let output = Command::new(&tessera)
+            .current_dir(root)
+            .args(["fragments", &array, "--json"])
+            .output()
+            .with_context(|| format!("could not start {}", tessera.display()))?;
+        if output.status.success() {
+            let file = out.join(format!("{name}.fragments.json"));
+            fs::write(&file, &output.stdout)
+                .with_context(|| format!("writing {}", file.display()))?;
+        } else {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            println!(
+                "FAIL fragments/{name}: `tessera fragments {array} --json` failed ({}): {}",
+                output.status,
+                stderr.trim()
+            );
+            failures.push(name.clone());
+        }
+    }
+    println!("xtask: comparing `tessera fragments --json` with the expected listings");
+    let mut cmd = python_script(python, root, "check_tessera_fragments.py");
+    cmd.args(["--testdata", "testdata", "--actual", FRAGMENTS_OUT]);
+    let checked = run(&mut cmd, "fragments conformance check (check_tessera_fragments.py)");
+    if failures.is_empty() {
+        return checked;
+    }
+    let failed =
+        format!("tessera fragments failed on {} array(s): {}", failures.len(), failures.join(", "));
+    match checked {
+        Ok(()) => bail!("{failed}"),
+        Err(e) => bail!("{failed}; and {e:#}"),
+    }
+}
+
+/// Build the CLI in release mode (`cargo build --release -p tessera-cli`) and return the path
+/// of the `tessera` binary.
+fn build_cli(root: &Path) -> Result<PathBuf> {
+    println!("xtask: building the CLI (cargo build --release -p tessera-cli)");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root).args(["build", "--release", "-p", "tessera-cli"]);
+    run(&mut cmd, "cargo build --release -p tessera-cli")?;
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map_or_else(|| root.join("target"), |d| root.join(d));
+    let exe = if cfg!(windows) { "tessera.exe" } else { "tessera" };
+    Ok(target_dir.join("release").join(exe))
+}
+
+/// Print a skipped step between two rules, so that it cannot be missed in the output.
+fn loud_skip(lines: &[&str]) {
+    let rule = "=".repeat(78);
+    println!("xtask: {rule}");
+    for line in lines {
+        println!("xtask: {line}");
+    }
+    println!("xtask: {rule}");
 }
 
 /// A command running one of the committed scripts in `xtask/fixtures/` with the venv python.
