@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
+mod fragments_cmd;
 mod schema_cmd;
 
 /// Inspect, create, read and write TileDB arrays.
@@ -23,6 +24,33 @@ enum Command {
         /// The array's folder.
         array: PathBuf,
         /// Print the schema JSON of cli.md instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Summarise an array: schema, fragments, non-empty domain, sizes.
+    Info {
+        /// The array's folder.
+        array: PathBuf,
+        /// Open the array as it was at this time (ms since the epoch).
+        #[arg(long)]
+        at: Option<u64>,
+    },
+    /// List the fragments an array shows.
+    Fragments {
+        /// The array's folder.
+        array: PathBuf,
+        /// Print the JSON of cli.md instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Open the array as it was at this time (ms since the epoch).
+        #[arg(long)]
+        at: Option<u64>,
+    },
+    /// Show the physical layout: per fragment and field, the files and their tiles.
+    Layout {
+        /// The array's folder.
+        array: PathBuf,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -50,8 +78,40 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Schema { array, json } => {
-            let opened = tessera::open(&array).with_context(|| array.display().to_string())?;
+            let opened = open(&array, None)?;
             let text = if json { schema_cmd::json(&opened)? } else { schema_cmd::summary(&opened) };
+            println!("{text}");
+        }
+        Command::Info { array, at } => {
+            let opened = open(&array, at)?;
+            println!(
+                "{}",
+                fragments_cmd::info(&opened).with_context(|| array.display().to_string())?
+            );
+        }
+        Command::Fragments { array, json, at } => {
+            let opened = open(&array, at)?;
+            let text = if json {
+                serde_json::to_string(
+                    &fragments_cmd::fragments_json(&opened)
+                        .with_context(|| array.display().to_string())?,
+                )?
+            } else {
+                fragments_cmd::fragments_table(&opened)
+                    .with_context(|| array.display().to_string())?
+            };
+            println!("{text}");
+        }
+        Command::Layout { array, json } => {
+            let opened = open(&array, None)?;
+            let text = if json {
+                serde_json::to_string_pretty(
+                    &fragments_cmd::layout_json(&opened)
+                        .with_context(|| array.display().to_string())?,
+                )?
+            } else {
+                fragments_cmd::layout_text(&opened).with_context(|| array.display().to_string())?
+            };
             println!("{text}");
         }
         Command::Create { array, schema } => {
@@ -68,4 +128,13 @@ fn run(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Opens `array` now, or as it was at `at`.
+fn open(array: &std::path::Path, at: Option<u64>) -> Result<tessera::Array> {
+    let opened = match at {
+        Some(t) => tessera::open_at(array, t),
+        None => tessera::open(array),
+    };
+    opened.with_context(|| array.display().to_string())
 }

@@ -40,6 +40,36 @@ pub enum Field {
     DeleteConditionIndex,
 }
 
+impl Field {
+    /// The stem of the field's data files in a fragment folder (`a<i>`, `d<j>`, `t`, `dt`,
+    /// `dci`); `None` for the legacy `__coords` slot, which has no file in format 22.
+    pub fn file_stem(self) -> Option<String> {
+        Some(match self {
+            Field::Attribute(i) => format!("a{i}"),
+            Field::Dimension(j) => format!("d{j}"),
+            Field::Timestamps => "t".to_owned(),
+            Field::DeleteTimestamps => "dt".to_owned(),
+            Field::DeleteConditionIndex => "dci".to_owned(),
+            Field::Coords => return None,
+        })
+    }
+
+    /// The fixed data file (or the offsets file of a var-sized field): `a<i>.tdb`.
+    pub fn data_file(self) -> Option<String> {
+        self.file_stem().map(|s| format!("{s}.tdb"))
+    }
+
+    /// The var data file of a var-sized field: `a<i>_var.tdb`.
+    pub fn var_file(self) -> Option<String> {
+        self.file_stem().map(|s| format!("{s}_var.tdb"))
+    }
+
+    /// The validity file of a nullable attribute: `a<i>_validity.tdb`.
+    pub fn validity_file(self) -> Option<String> {
+        self.file_stem().map(|s| format!("{s}_validity.tdb"))
+    }
+}
+
 /// The shape of a fragment's idx space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FieldLayout {

@@ -8,6 +8,11 @@ use tessera_storage::Storage;
 use tessera_types::names::{TimestampedName, now_ms, random_label};
 use tessera_types::{ENUMERATIONS_VERSION, FORMAT_VERSION};
 
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use crate::directory::ArrayDirectory;
+use crate::fragment::{Fragment, load_fragments};
 use crate::{Error, Result};
 
 /// Names of the folders inside an array, as libtiledb 2.30 names them.
@@ -65,6 +70,9 @@ pub struct Array {
     schema_name: TimestampedName,
     schema_names: Vec<TimestampedName>,
     enumerations: Vec<Enumeration>,
+    timestamp_range: (u64, u64),
+    directory: ArrayDirectory,
+    fragments: Vec<Arc<Fragment>>,
 }
 
 impl Array {
@@ -143,15 +151,28 @@ impl Array {
     /// [`Error::NotAnArray`], [`Error::Unsupported`] for format versions Tessera cannot read,
     /// and errors naming the schema or enumeration file that is corrupt.
     pub fn open(storage: Arc<dyn Storage>) -> Result<Array> {
-        Self::open_at(storage, u64::MAX)
+        Self::open_between(storage, 0, now_ms())
     }
 
-    /// Opens the array with the newest schema whose timestamp is at most `timestamp` (ms), as
-    /// libtiledb does when an array is opened at a past time.
+    /// Opens the array as it was at `timestamp` (ms): the open range `[0, timestamp]`.
     ///
     /// # Errors
-    /// As [`Self::open`], and when no schema existed at `timestamp`.
+    /// As [`Self::open`].
     pub fn open_at(storage: Arc<dyn Storage>, timestamp: u64) -> Result<Array> {
+        Self::open_between(storage, 0, timestamp)
+    }
+
+    /// Opens the array for the timestamp range `[start, end]` (ms), as libtiledb does: the
+    /// newest schema at `end`; the fragments and delete commits the range shows (see
+    /// [`ArrayDirectory::load`]); every visible fragment's footer, read in parallel. The rest
+    /// of the fragment metadata is read when a query needs it.
+    ///
+    /// # Errors
+    /// [`Error::NotAnArray`], [`Error::Unsupported`] for format versions Tessera cannot read,
+    /// and errors naming the schema, commit or fragment file that is
+    /// corrupt.
+    pub fn open_between(storage: Arc<dyn Storage>, start: u64, end: u64) -> Result<Array> {
+        let timestamp = end;
         if !storage.is_dir(dirs::SCHEMA)? {
             if storage.exists(dirs::LEGACY_SCHEMA_FILE)? {
                 return Err(Error::Unsupported(format!(
@@ -169,22 +190,61 @@ impl Array {
             .collect();
         // Oldest first: by timestamps, then label (the derived order of the name's fields).
         schema_names.sort();
+        // The newest schema at `end`; when time travelling to before the first schema, the
+        // oldest one (libtiledb's `select_latest_array_schema_uri`: fragments may predate the
+        // schema file's timestamp).
         let chosen = match schema_names.iter().rev().find(|n| n.t2 <= timestamp) {
             Some(n) => n.clone(),
-            None if schema_names.is_empty() => {
-                return Err(Error::NotAnArray("__schema holds no schema file".into()));
-            }
-            None => return Err(Error::NoSchemaAt(timestamp)),
+            None => schema_names
+                .first()
+                .cloned()
+                .ok_or_else(|| Error::NotAnArray("__schema holds no schema file".into()))?,
         };
-        let schema = read_schema(storage.as_ref(), &chosen.to_string())?;
+        let schema = Arc::new(read_schema(storage.as_ref(), &chosen.to_string())?);
         let enumerations = read_enumerations(storage.as_ref(), &schema)?;
+        let directory = ArrayDirectory::load(storage.as_ref(), start, end, schema.is_dense())?;
+        // Fragments name the schema they were written with; most name the current one.
+        let schemas = Mutex::new(HashMap::from([(chosen.to_string(), schema.clone())]));
+        let schema_for = |name: &str| -> Result<Arc<ArraySchema>> {
+            if let Some(s) = schemas.lock().unwrap_or_else(PoisonError::into_inner).get(name) {
+                return Ok(s.clone());
+            }
+            let loaded = Arc::new(read_schema(storage.as_ref(), name)?);
+            schemas
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(name.to_owned(), loaded.clone());
+            Ok(loaded)
+        };
+        let fragments = load_fragments(storage.as_ref(), &directory.fragments, &schema_for)?
+            .into_iter()
+            .map(Arc::new)
+            .collect();
         Ok(Array {
             storage,
-            schema: Arc::new(schema),
+            schema,
             schema_name: chosen,
             schema_names,
             enumerations,
+            timestamp_range: (start, end),
+            directory,
+            fragments,
         })
+    }
+
+    /// The open timestamp range `[start, end]` (ms).
+    pub fn timestamp_range(&self) -> (u64, u64) {
+        self.timestamp_range
+    }
+
+    /// The visible fragments, oldest first.
+    pub fn fragments(&self) -> &[Arc<Fragment>] {
+        &self.fragments
+    }
+
+    /// The visible fragments, delete commits and obsolete fragments of the open range.
+    pub fn directory(&self) -> &ArrayDirectory {
+        &self.directory
     }
 
     /// Loads the schema file `name` (a file under `__schema/`, as a fragment's footer names the

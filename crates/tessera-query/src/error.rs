@@ -19,12 +19,18 @@ pub enum Error {
         #[source]
         source: tessera_schema::Error,
     },
+    /// A fragment's metadata, a commit file or a consolidated file is invalid.
+    #[error("{file}: {source}")]
+    Fragment {
+        /// The file (relative to the array).
+        file: String,
+        /// The problem (boxed: fragment errors are large and rare).
+        #[source]
+        source: Box<tessera_fragment::Error>,
+    },
     /// The location holds no TileDB array.
     #[error("not a TileDB array: {0}")]
     NotAnArray(String),
-    /// Opening at a time before the array's first schema.
-    #[error("the array has no schema at timestamp {0}")]
-    NoSchemaAt(u64),
     /// Creating over an existing array.
     #[error("an array already exists there")]
     AlreadyExists,

@@ -23,7 +23,11 @@
 //! ```
 
 mod array;
+mod directory;
 mod error;
+mod fragment;
 
 pub use array::{Array, dirs};
+pub use directory::{ArrayDirectory, DeleteCommit};
 pub use error::{Error, Result};
+pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};

@@ -226,7 +226,7 @@ pub fn to_json(schema: &ArraySchema, enumerations: &[Enumeration]) -> SchemaJson
                     .as_ref()
                     .map(|[lo, hi]| [value_json(d.datatype, lo), value_json(d.datatype, hi)]),
                 tile: d.tile_extent.as_ref().map(|e| value_json(d.datatype, e)),
-                filters: filters_json(&d.filters),
+                filters: pipeline_json(&d.filters),
             })
             .collect(),
         attributes: schema.attributes.iter().map(attribute_json).collect(),
@@ -257,9 +257,9 @@ pub fn to_json(schema: &ArraySchema, enumerations: &[Enumeration]) -> SchemaJson
                 .map(|(d, [lo, hi])| [value_json(d.datatype, lo), value_json(d.datatype, hi)])
                 .collect()
         }),
-        coords_filters: filters_json(&schema.coords_filters),
-        offsets_filters: filters_json(&schema.offsets_filters),
-        validity_filters: filters_json(&schema.validity_filters),
+        coords_filters: pipeline_json(&schema.coords_filters),
+        offsets_filters: pipeline_json(&schema.offsets_filters),
+        validity_filters: pipeline_json(&schema.validity_filters),
         dimension_labels: (!schema.dimension_labels.is_empty()).then(|| {
             schema
                 .dimension_labels
@@ -295,7 +295,7 @@ fn attribute_json(a: &Attribute) -> AttributeJson {
         nullable: a.nullable,
         fill: Some(cell_json(a.datatype, a.cell_val_num, &a.fill_value)),
         fill_validity: a.nullable.then_some(a.fill_value_validity),
-        filters: filters_json(&a.filters),
+        filters: pipeline_json(&a.filters),
         enumeration: a.enumeration.clone(),
         order: (a.order != DataOrder::Unordered).then(|| a.order.name().into()),
     }
@@ -358,8 +358,10 @@ pub fn float_json(v: f64, is_f32: bool) -> Json {
     if v.is_infinite() {
         return Json::from(if v > 0.0 { "Infinity" } else { "-Infinity" });
     }
-    let text = if is_f32 { format!("{:?}", v as f32) } else { format!("{v:?}") };
-    text.parse::<Number>().map(Json::Number).unwrap_or(Json::Null)
+    // serde_json prints an f64 as its shortest round-trip text. For an f32, take the f64
+    // nearest to the f32's own shortest text, so that it prints as that text.
+    let v = if is_f32 { format!("{:?}", v as f32).parse::<f64>().unwrap_or(v) } else { v };
+    Number::from_f64(v).map_or(Json::Null, Json::Number)
 }
 
 fn bytes_json(b: &[u8]) -> Json {
@@ -388,7 +390,8 @@ pub fn cell_json(dt: Datatype, cell_val_num: u32, bytes: &[u8]) -> Json {
     Json::Array(bytes.chunks_exact(size).map(|c| value_json(dt, c)).collect())
 }
 
-fn filters_json(p: &FilterPipeline) -> Vec<FilterJson> {
+/// A pipeline as the JSON list of its filters.
+pub fn pipeline_json(p: &FilterPipeline) -> Vec<FilterJson> {
     p.filters.iter().map(filter_json).collect()
 }
 

@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use tessera_filters::{Filter, FilterPipeline};
-pub use tessera_query::{Array, Error, Result};
+pub use tessera_query::{Array, Error, Fragment, Result};
 pub use tessera_schema::{
     ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef,
 };
@@ -32,7 +32,9 @@ pub use tessera_types::{ArrayType, Datatype, Layout};
 /// The layers, for users who need more than the facade.
 pub mod layers {
     pub use tessera_filters as filters;
+    pub use tessera_fragment as fragment;
     pub use tessera_query as query;
+    pub use tessera_rtree as rtree;
     pub use tessera_schema as schema;
     pub use tessera_storage as storage;
     pub use tessera_tile as tile;
@@ -57,6 +59,22 @@ pub fn create_with_enumerations(
     enumerations: &[Enumeration],
 ) -> Result<()> {
     Array::create(local(path), schema, enumerations)
+}
+
+/// Opens the array in the folder `path` as it was at `timestamp` (ms since the epoch).
+///
+/// # Errors
+/// As [`open`].
+pub fn open_at(path: impl AsRef<Path>, timestamp: u64) -> Result<Array> {
+    Array::open_at(local(path), timestamp)
+}
+
+/// Opens the array in the folder `path` for the timestamp range `[start, end]` (ms).
+///
+/// # Errors
+/// As [`open_at`].
+pub fn open_between(path: impl AsRef<Path>, start: u64, end: u64) -> Result<Array> {
+    Array::open_between(local(path), start, end)
 }
 
 /// Opens the array in the folder `path` with its newest schema.

@@ -1,0 +1,217 @@
+//! Fragments of an open array: their footers, loaded when the array opens, and the rest of
+//! their metadata, loaded on demand and kept.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use rayon::prelude::*;
+use tessera_fragment::{
+    ConsolidatedFragmentMeta, Footer, FragmentName, LazyPart, footer_length_range, footer_range,
+    parse_footer_length,
+};
+use tessera_rtree::RTree;
+use tessera_schema::ArraySchema;
+use tessera_storage::Storage;
+
+use crate::array::dirs;
+use crate::{Error, Result};
+
+/// File name of a fragment's metadata inside its folder.
+pub const FRAGMENT_METADATA_FILE: &str = "__fragment_metadata.tdb";
+
+/// How many bytes at the end of a metadata file to read at once, hoping to get the whole
+/// footer in one request.
+const FOOTER_PROBE: u64 = 16 * 1024;
+
+/// A fragment visible in the open array, with its footer and the schema it was written with.
+#[derive(Debug)]
+pub struct Fragment {
+    name: FragmentName,
+    schema: Arc<ArraySchema>,
+    footer: Footer,
+    /// Size of `__fragment_metadata.tdb` and where its footer starts.
+    file_size: u64,
+    footer_offset: u64,
+    parts: Mutex<HashMap<LazyPart, Arc<Vec<u8>>>>,
+}
+
+impl Fragment {
+    /// The fragment's name (its folder under `__fragments/`).
+    pub fn name(&self) -> &FragmentName {
+        &self.name
+    }
+
+    /// The folder of the fragment, relative to the array.
+    pub fn dir(&self) -> String {
+        format!("{}/{}", dirs::FRAGMENTS, self.name.as_str())
+    }
+
+    /// The schema the fragment was written with (named in its footer).
+    pub fn schema(&self) -> &Arc<ArraySchema> {
+        &self.schema
+    }
+
+    /// The footer: non-empty domain, tile counts, file sizes, where the rest lives.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// Number of cells, counted as libtiledb does (whole tiles for dense fragments).
+    ///
+    /// # Errors
+    /// When the footer is inconsistent with the schema.
+    pub fn cell_num(&self) -> Result<u64> {
+        self.footer.cell_num(&self.schema).map_err(|source| self.error(source))
+    }
+
+    /// Number of data tiles.
+    ///
+    /// # Errors
+    /// When the footer is inconsistent with the schema.
+    pub fn tile_num(&self) -> Result<u64> {
+        self.footer.tile_num(&self.schema).map_err(|source| self.error(source))
+    }
+
+    /// Byte size of the fragment metadata file.
+    pub fn metadata_file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    fn metadata_path(&self) -> String {
+        format!("{}/{FRAGMENT_METADATA_FILE}", self.dir())
+    }
+
+    fn error(&self, source: tessera_fragment::Error) -> Error {
+        Error::Fragment { file: self.metadata_path(), source: Box::new(source) }
+    }
+
+    /// The decoded payload of a lazily loaded part, read with one ranged read the first time
+    /// and kept.
+    ///
+    /// # Errors
+    /// Storage errors, or a part that is absent or corrupt (naming the file and offset).
+    pub fn part(&self, storage: &dyn Storage, part: LazyPart) -> Result<Arc<Vec<u8>>> {
+        if let Some(p) =
+            self.parts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&part)
+        {
+            return Ok(p.clone());
+        }
+        let range = self.footer.part_range(part, self.footer_offset).map_err(|s| self.error(s))?;
+        let bytes = storage.read_range(&self.metadata_path(), range.clone())?;
+        let payload = Arc::new(part.decode_tile(&bytes, range.start).map_err(|s| self.error(s))?);
+        self.parts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(part, payload.clone());
+        Ok(payload)
+    }
+
+    /// The R-tree over the fragment's tile MBRs.
+    ///
+    /// # Errors
+    /// As [`Self::part`].
+    pub fn rtree(&self, storage: &dyn Storage) -> Result<RTree> {
+        let payload = self.part(storage, LazyPart::RTree)?;
+        RTree::parse(&payload, &tessera_fragment::dim_types(&self.schema)).map_err(|source| {
+            self.error(tessera_fragment::Error::RTree { structure: "R-tree", offset: 0, source })
+        })
+    }
+
+    /// A per-field list of `u64`s (tile offsets, var offsets, var sizes, validity offsets,
+    /// null counts) of field `idx`.
+    ///
+    /// # Errors
+    /// As [`Self::part`], and when `part` is not such a list.
+    pub fn u64s(&self, storage: &dyn Storage, part: LazyPart) -> Result<Vec<u64>> {
+        let payload = self.part(storage, part)?;
+        tessera_fragment::parse_u64s(part, &payload).map_err(|s| self.error(s))
+    }
+}
+
+/// Loads the footers of `names` in parallel. Footers found in consolidated fragment metadata
+/// (`__fragment_meta/*.meta`, newest first) are taken from there; the others are read from
+/// the end of each fragment's metadata file. `schema_for` gives the schema a footer names.
+///
+/// # Errors
+/// Storage errors and corrupt footers, naming the file.
+pub(crate) fn load_fragments(
+    storage: &dyn Storage,
+    names: &[FragmentName],
+    schema_for: &(dyn Fn(&str) -> Result<Arc<ArraySchema>> + Sync),
+) -> Result<Vec<Fragment>> {
+    let consolidated = load_consolidated_footers(storage, names)?;
+    names
+        .par_iter()
+        .map(|name| {
+            let dir = format!("{}/{}", dirs::FRAGMENTS, name.as_str());
+            let path = format!("{dir}/{FRAGMENT_METADATA_FILE}");
+            let err = |source| Error::Fragment { file: path.clone(), source: Box::new(source) };
+            let file_size = storage.size(&path)?;
+            let len_range = footer_length_range(file_size).map_err(err)?;
+            let footer_bytes: Bytes = match consolidated.get(name.as_str()) {
+                Some(b) => b.clone(),
+                None => {
+                    // One read of the file's tail usually holds the whole footer.
+                    let probe_start = file_size.saturating_sub(FOOTER_PROBE);
+                    let tail = storage.read_range(&path, probe_start..file_size)?;
+                    let len_at = (len_range.start - probe_start) as usize;
+                    let footer_len = parse_footer_length(&tail[len_at..]).map_err(err)?;
+                    let range = footer_range(file_size, footer_len).map_err(err)?;
+                    if range.start >= probe_start {
+                        tail.slice((range.start - probe_start) as usize..len_at)
+                    } else {
+                        storage.read_range(&path, range)?
+                    }
+                }
+            };
+            let (_, schema_name) = Footer::peek_schema_name(&footer_bytes).map_err(err)?;
+            let schema = schema_for(&schema_name)?;
+            let footer = Footer::parse(&footer_bytes, &schema).map_err(err)?;
+            let footer_offset = len_range.start - footer_bytes.len() as u64;
+            Ok(Fragment {
+                name: name.clone(),
+                schema,
+                footer,
+                file_size,
+                footer_offset,
+                parts: Mutex::new(HashMap::new()),
+            })
+        })
+        .collect()
+}
+
+/// Footers of `names` stored in consolidated fragment metadata files, by fragment name.
+fn load_consolidated_footers(
+    storage: &dyn Storage,
+    names: &[FragmentName],
+) -> Result<HashMap<String, Bytes>> {
+    let mut out = HashMap::new();
+    let entries = match storage.list(dirs::FRAGMENT_META) {
+        Ok(e) => e,
+        Err(e) if e.is_not_found() => return Ok(out),
+        Err(e) => return Err(e.into()),
+    };
+    let mut metas: Vec<FragmentName> = entries
+        .iter()
+        .filter(|e| !e.is_dir && e.name.ends_with(".meta"))
+        .filter_map(|e| FragmentName::parse(&e.name).ok())
+        .collect();
+    if metas.is_empty() {
+        return Ok(out);
+    }
+    let wanted: std::collections::HashSet<&str> = names.iter().map(FragmentName::as_str).collect();
+    // Newest first, so a newer consolidation wins.
+    metas.sort_by(|a, b| (b.t2(), b.as_str()).cmp(&(a.t2(), a.as_str())));
+    for m in metas {
+        let path = format!("{}/{}", dirs::FRAGMENT_META, m.with_extension("meta"));
+        let meta = ConsolidatedFragmentMeta::parse_file(&storage.read(&path)?)
+            .map_err(|source| Error::Fragment { file: path.clone(), source: Box::new(source) })?;
+        for f in meta.entries {
+            if wanted.contains(f.name.as_str()) {
+                out.entry(f.name).or_insert_with(|| Bytes::from(f.footer));
+            }
+        }
+    }
+    Ok(out)
+}
