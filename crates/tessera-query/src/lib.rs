@@ -23,11 +23,16 @@
 //! ```
 
 mod array;
+pub mod condition;
 mod directory;
 mod error;
 mod fragment;
+pub mod metadata;
+pub mod read;
+mod result;
 
 pub use array::{Array, dirs};
 pub use directory::{ArrayDirectory, DeleteCommit};
 pub use error::{Error, Result};
 pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};
+pub use result::{Column, ReadResult};

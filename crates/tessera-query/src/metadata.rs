@@ -1,0 +1,1 @@
+//! Array metadata (being written).

@@ -1,0 +1,1 @@
+//! Reads (being written).
