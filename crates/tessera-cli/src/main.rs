@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
+mod cells;
 mod fragments_cmd;
+mod meta_cmd;
 mod schema_cmd;
 
 /// Inspect, create, read and write TileDB arrays.
@@ -52,6 +54,20 @@ enum Command {
         array: PathBuf,
         /// Print JSON instead of text.
         #[arg(long)]
+        json: bool,
+    },
+    /// Read or change array metadata.
+    Meta {
+        /// The array's folder.
+        array: PathBuf,
+        /// What to do (default: list).
+        #[command(subcommand)]
+        action: Option<meta_cmd::MetaAction>,
+        /// Read the metadata as it was at this time (ms since the epoch).
+        #[arg(long, global = true)]
+        at: Option<u64>,
+        /// Print JSON.
+        #[arg(long, global = true)]
         json: bool,
     },
     /// Create an empty array from schema JSON.
@@ -113,6 +129,11 @@ fn run(cli: Cli) -> Result<()> {
                 fragments_cmd::layout_text(&opened).with_context(|| array.display().to_string())?
             };
             println!("{text}");
+        }
+        Command::Meta { array, action, at, json } => {
+            let opened = open(&array, at)?;
+            meta_cmd::run(&opened, action.unwrap_or(meta_cmd::MetaAction::List), json)
+                .with_context(|| array.display().to_string())?;
         }
         Command::Create { array, schema } => {
             let text = if schema.as_os_str() == "-" {

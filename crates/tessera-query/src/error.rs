@@ -28,6 +28,16 @@ pub enum Error {
         #[source]
         source: Box<tessera_fragment::Error>,
     },
+    /// An array metadata file (`__meta/…`) is invalid, or a metadata file cannot be encoded.
+    #[error("{file}: {source}")]
+    Metadata {
+        /// The file (relative to the array).
+        file: String,
+        /// The problem: the generic tile, or the payload's structure, field and offset
+        /// ([`tessera_tile::Error::Format`]) (boxed: tile errors are large and rare).
+        #[source]
+        source: Box<tessera_tile::Error>,
+    },
     /// The location holds no TileDB array.
     #[error("not a TileDB array: {0}")]
     NotAnArray(String),
@@ -37,4 +47,58 @@ pub enum Error {
     /// A valid array Tessera cannot (yet) handle, such as an older format version.
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// A data tile of a fragment could not be read or decoded. The offsets inside `source`
+    /// are offsets in `file`.
+    #[error("{file}: tile {tile} (bytes {offset}..{end}): {source}")]
+    Tile {
+        /// The data file (relative to the array).
+        file: String,
+        /// The tile's index in the fragment.
+        tile: u64,
+        /// Where the tile starts in the file.
+        offset: u64,
+        /// Where the tile ends in the file.
+        end: u64,
+        /// The problem.
+        #[source]
+        source: tessera_tile::Error,
+    },
+    /// Fragment data inconsistent with its metadata (a tile past the end of its file, a
+    /// decoded tile of the wrong size).
+    #[error("{file}: {reason}")]
+    Corrupt {
+        /// The file (relative to the array).
+        file: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A query names a dimension or attribute the schema does not have.
+    #[error("no dimension or attribute named {0:?}")]
+    UnknownField(String),
+    /// A range of a query is invalid for its dimension (wrong type, low > high, outside the
+    /// domain).
+    #[error("range on dimension {dimension:?}: {reason}")]
+    InvalidRange {
+        /// The dimension.
+        dimension: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A query that cannot run as asked (a layout the array does not support with these
+    /// ranges, ...).
+    #[error("invalid query: {0}")]
+    InvalidQuery(String),
+    /// A query condition that does not parse, does not fit the schema, or that libtiledb
+    /// would refuse (to evaluate, or to store as a delete).
+    #[error(
+        "invalid condition{}: {message}",
+        column.map(|c| format!(" at column {c}")).unwrap_or_default()
+    )]
+    Condition {
+        /// The 1-based character column of the offending text, when the condition came
+        /// from text.
+        column: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
 }
