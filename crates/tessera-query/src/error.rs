@@ -59,9 +59,9 @@ pub enum Error {
         offset: u64,
         /// Where the tile ends in the file.
         end: u64,
-        /// The problem.
+        /// The problem (boxed: tile errors are large and rare).
         #[source]
-        source: tessera_tile::Error,
+        source: Box<tessera_tile::Error>,
     },
     /// Fragment data inconsistent with its metadata (a tile past the end of its file, a
     /// decoded tile of the wrong size).
