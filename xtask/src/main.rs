@@ -13,7 +13,12 @@
 //!   `xtask/fixtures/check_create.py` against libtiledb; then the fragments conformance:
 //!   `tessera fragments <array> --json` on every array of `testdata/fragments/` (when the CLI
 //!   has that subcommand), compared with the expected `.fragments.json` by
-//!   `xtask/fixtures/check_tessera_fragments.py`.
+//!   `xtask/fixtures/check_tessera_fragments.py`; then the read conformance: every recorded
+//!   query of `testdata/queries/` (seeded random subarrays, multi-ranges, conditions, layouts
+//!   and time points, with libtiledb's results) is run through a tiledb-py stand-in of the
+//!   CLI (which validates the expectations and the checker, and checks that altered
+//!   expectations fail), then through `tessera read` / `tessera aggregate` when the CLI has
+//!   them, by `xtask/fixtures/check_queries.py`.
 //! * `test`: `cargo test --workspace`, then `conformance`. This is the project's test command.
 //!
 //! Every command that needs Python creates the venv first; nothing is installed system-wide.
@@ -34,7 +39,7 @@ const EXPECTED_VERSIONS: &str = "0.36.1 2.30.0";
 const STAMP_FILE: &str = ".tessera-reference";
 /// The fixture families: the directories under `testdata/` that the generator owns (deleted
 /// before regenerating).
-const GENERATED_DIRS: &[&str] = &["filters", "schemas", "fragments"];
+const GENERATED_DIRS: &[&str] = &["filters", "schemas", "fragments", "queries"];
 /// The schema JSON inputs of the create conformance step.
 const CREATE_INPUTS: &str = "testdata/create";
 /// Where `tessera create` makes the arrays of the create conformance step.
@@ -47,6 +52,8 @@ const CLI_MANIFEST: &str = "crates/tessera-cli/Cargo.toml";
 const FRAGMENTS_FIXTURES: &str = "testdata/fragments";
 /// Where the fragments conformance step stores what `tessera fragments --json` printed.
 const FRAGMENTS_OUT: &str = "target/conformance/fragments";
+/// The `queries` fixture family: recorded read and aggregate queries with libtiledb's results.
+const QUERIES_FIXTURES: &str = "testdata/queries";
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Tessera project automation")]
@@ -61,14 +68,16 @@ enum Cmd {
     Venv,
     /// Delete and regenerate the golden fixtures in testdata/ with libtiledb, then check them.
     Fixtures {
-        /// Regenerate only this family (repeatable): filters, schemas or fragments. Default:
-        /// all of them. The others are left as they are (and still checked).
+        /// Regenerate only this family (repeatable): filters, schemas, fragments or queries.
+        /// Default: all of them. The others are left as they are (and still checked). The
+        /// queries read the filters and fragments arrays, so they come last.
         #[arg(long = "family", value_name = "FAMILY")]
         families: Vec<String>,
     },
     /// Re-read every fixture with libtiledb and compare with the committed expectations, then
-    /// check `tessera create` against libtiledb on testdata/create/*.json and
-    /// `tessera fragments --json` against the fragments family.
+    /// check `tessera create` against libtiledb on testdata/create/*.json,
+    /// `tessera fragments --json` against the fragments family, and `tessera read` /
+    /// `tessera aggregate` against the recorded queries of testdata/queries.
     Conformance,
     /// Run `cargo test --workspace`, then the conformance check. Extra arguments after `--`
     /// go to `cargo test`.
@@ -218,15 +227,16 @@ fn fixtures(root: &Path, families: &[String]) -> Result<()> {
     check_fixtures(&python, root)
 }
 
-/// Ensure the venv, then run the fixture checker, the create conformance step and the
-/// fragments conformance step. All run even if an earlier one fails; the command fails if
-/// any does.
+/// Ensure the venv, then run the fixture checker, the create conformance step, the
+/// fragments conformance step and the read conformance step. All run even if an earlier one
+/// fails; the command fails if any does.
 fn conformance(root: &Path) -> Result<()> {
     let python = ensure_venv(root)?;
     let results = [
         check_fixtures(&python, root),
         create_conformance(&python, root),
         fragments_conformance(&python, root),
+        queries_conformance(&python, root),
     ];
     let errors: Vec<String> =
         results.into_iter().filter_map(|r| r.err().map(|e| format!("{e:#}"))).collect();
@@ -330,14 +340,7 @@ fn fragments_conformance(python: &Path, root: &Path) -> Result<()> {
         return Ok(());
     }
     let tessera = build_cli(root)?;
-    let supported = Command::new(&tessera)
-        .current_dir(root)
-        .args(["fragments", "--help"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !supported {
+    if !has_subcommand(root, &tessera, "fragments") {
         loud_skip(&[
             "SKIPPED: tessera fragments not available (`tessera fragments --help` failed):",
             "         `tessera fragments --json` was NOT checked against libtiledb",
@@ -399,6 +402,79 @@ fn fragments_conformance(python: &Path, root: &Path) -> Result<()> {
         Ok(()) => bail!("{failed}"),
         Err(e) => bail!("{failed}; and {e:#}"),
     }
+}
+
+/// The read conformance step, on the recorded queries of `testdata/queries/` (the `queries`
+/// fixture family: `tessera read` / `tessera aggregate` argument lists with libtiledb's
+/// results).
+///
+/// 1. Reference run (always): `check_queries.py --standin --self-test` runs every query
+///    through `tessera_standin.py`, a tiledb-py stand-in of the CLI that reads another way
+///    (one bounding-box read; conditions, orders and aggregates computed in Python), compares
+///    with the expectations, then checks that deliberately altered expectations fail. This
+///    validates the expectations and the checker.
+/// 2. If the `tessera-cli` package exists: build it; if `tessera read --help` succeeds, every
+///    read query runs as `tessera read testdata/<array> <args...> --format jsonl`, and if
+///    `tessera aggregate --help` succeeds, every aggregate query as
+///    `tessera aggregate testdata/<array> <args...> --json`; `check_queries.py --tessera`
+///    compares each output with the expectation and prints `reads (<family>): N passed, M
+///    failed`. A missing subcommand is skipped, loudly, without failing.
+fn queries_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!(
+        "xtask: read conformance, reference run (tiledb-py stand-in of the CLI on {QUERIES_FIXTURES})"
+    );
+    let mut cmd = python_script(python, root, "check_queries.py");
+    cmd.args(["--testdata", "testdata", "--standin", "--self-test"]);
+    run(&mut cmd, "read conformance reference run (xtask/fixtures/check_queries.py --standin)")?;
+
+    let not_checked =
+        "         `tessera read` and `tessera aggregate` were NOT checked against libtiledb";
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            not_checked,
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    let reads = has_subcommand(root, &tessera, "read");
+    let aggregates = has_subcommand(root, &tessera, "aggregate");
+    if !reads {
+        loud_skip(&[
+            "SKIPPED: tessera read not available (`tessera read --help` failed):",
+            "         `tessera read` was NOT checked against libtiledb",
+        ]);
+    }
+    if !aggregates {
+        loud_skip(&[
+            "SKIPPED: tessera aggregate not available (`tessera aggregate --help` failed):",
+            "         `tessera aggregate` was NOT checked against libtiledb",
+        ]);
+    }
+    if !reads && !aggregates {
+        return Ok(());
+    }
+    println!("xtask: read conformance (tessera vs the recorded queries of {QUERIES_FIXTURES})");
+    let mut cmd = python_script(python, root, "check_queries.py");
+    cmd.args(["--testdata", "testdata"]).arg("--tessera").arg(&tessera);
+    if !reads {
+        cmd.arg("--skip-reads");
+    }
+    if !aggregates {
+        cmd.arg("--skip-aggregates");
+    }
+    run(&mut cmd, "read conformance check (xtask/fixtures/check_queries.py)")
+}
+
+/// Whether the CLI binary has a subcommand: `tessera <name> --help` exits 0.
+fn has_subcommand(root: &Path, tessera: &Path, name: &str) -> bool {
+    Command::new(tessera)
+        .current_dir(root)
+        .args([name, "--help"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Build the CLI in release mode (`cargo build --release -p tessera-cli`) and return the path

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod cells;
 mod fragments_cmd;
 mod meta_cmd;
+mod read_cmd;
 mod schema_cmd;
 
 /// Inspect, create, read and write TileDB arrays.
@@ -55,6 +56,19 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Read cells.
+    Read {
+        /// The array's folder.
+        array: PathBuf,
+        #[command(flatten)]
+        args: read_cmd::ReadArgs,
+        /// Open the array as it was at this time (ms since the epoch).
+        #[arg(long, conflicts_with = "between")]
+        at: Option<u64>,
+        /// Open the array for the time range START:END (ms since the epoch).
+        #[arg(long, value_name = "START:END")]
+        between: Option<String>,
     },
     /// Read or change array metadata.
     Meta {
@@ -129,6 +143,21 @@ fn run(cli: Cli) -> Result<()> {
                 fragments_cmd::layout_text(&opened).with_context(|| array.display().to_string())?
             };
             println!("{text}");
+        }
+        Command::Read { array, args, at, between } => {
+            let opened = match between {
+                Some(b) => {
+                    let (s, e) = b.split_once(':').context("--between expects START:END")?;
+                    let (s, e) = (
+                        s.parse::<u64>().context("--between START")?,
+                        e.parse::<u64>().context("--between END")?,
+                    );
+                    tessera::open_between(&array, s, e)
+                        .with_context(|| array.display().to_string())?
+                }
+                None => open(&array, at)?,
+            };
+            read_cmd::run(&opened, &args).with_context(|| array.display().to_string())?;
         }
         Command::Meta { array, action, at, json } => {
             let opened = open(&array, at)?;

@@ -188,8 +188,9 @@ impl Array {
             .filter(|e| !e.is_dir)
             .filter_map(|e| TimestampedName::parse(&e.name).ok())
             .collect();
-        // Oldest first: by timestamps, then label (the derived order of the name's fields).
-        schema_names.sort();
+        // In file-name order, as libtiledb lists them (so `__9_9_…` sorts after `__10_10_…`,
+        // exactly as libtiledb picks between them).
+        schema_names.sort_by_cached_key(ToString::to_string);
         // The newest schema at `end`; when time travelling to before the first schema, the
         // oldest one (libtiledb's `select_latest_array_schema_uri`: fragments may predate the
         // schema file's timestamp).
@@ -273,7 +274,8 @@ impl Array {
         &self.schema_name
     }
 
-    /// Every schema file of the array, oldest first (schema evolution adds one each time).
+    /// Every schema file of the array, in file-name order (schema evolution adds one each
+    /// time; with timestamps of equal digit count this is oldest first).
     pub fn schema_names(&self) -> &[TimestampedName] {
         &self.schema_names
     }

@@ -35,4 +35,5 @@ pub use array::{Array, dirs};
 pub use directory::{ArrayDirectory, DeleteCommit};
 pub use error::{Error, Result};
 pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};
+pub use read::{Batches, ReadQuery};
 pub use result::{Column, ReadResult};

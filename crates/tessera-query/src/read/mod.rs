@@ -1,1 +1,326 @@
-//! Reads (being written).
+//! Reads: [`Array::read`](crate::Array::read) starts a [`ReadQuery`]; ranges, fields, layout and
+//! a memory budget are set on it; [`ReadQuery::execute`] returns every cell at once and
+//! [`ReadQuery::batches`] returns them in bounded batches.
+//!
+//! Reads follow libtiledb 2.30:
+//! * the default subarray is the non-empty domain of the visible fragments (their bounding
+//!   box); with no visible fragment a read without ranges returns no cells, and a dense read
+//!   with ranges returns fill values;
+//! * dense reads return every cell of the subarray, from the newest fragment holding it or
+//!   the fill value; multi-range results are the cross product of each dimension's ranges in
+//!   the order given (cells repeat where ranges overlap), in row- or col-major order only;
+//! * sparse reads return each cell once, in any layout (ranges are sorted and merged per
+//!   dimension); the newest version of a cell wins unless the array allows duplicates;
+//!   reads that visible delete or update commits would change are refused
+//!   ([`Error::Unsupported`]) until conditions are evaluated;
+//! * layouts: row-major, col-major, global order (the array's tile then cell order, Hilbert
+//!   included); unordered lets Tessera pick the fastest order. The default is row-major for
+//!   dense arrays and global order for sparse ones.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tessera_query::Array;
+//! use tessera_schema::{ArraySchema, Attribute, Dimension};
+//! use tessera_storage::MemoryStorage;
+//! use tessera_types::{ArrayType, Datatype};
+//!
+//! let storage = Arc::new(MemoryStorage::new());
+//! let schema = ArraySchema::builder(ArrayType::Dense)
+//!     .dimension(Dimension::new("x", Datatype::Int32).domain_i64(1, 10).tile_i64(5))
+//!     .attribute(Attribute::new("a", Datatype::Int32))
+//!     .build()?;
+//! Array::create(storage.clone(), &schema, &[])?;
+//! let array = Array::open(storage)?;
+//! // Nothing written: a read with a range returns the fill value.
+//! let result = array.read().range_i64("x", 2, 4).execute()?;
+//! assert_eq!(result.cell_num(), 3);
+//! assert_eq!(result.column("a").unwrap().cell(0), Some(&i32::MIN.to_le_bytes()[..]));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod column;
+mod dense;
+mod order;
+mod sparse;
+mod subarray;
+mod tiles;
+
+use tessera_types::{Layout, Primitive};
+
+use crate::array::Array;
+use crate::result::ReadResult;
+use crate::{Error, Result};
+use column::{OutField, empty_result};
+use dense::DenseReader;
+use sparse::SparseReader;
+use subarray::{RangeSpec, Subarray};
+
+impl Array {
+    /// Starts a read of this array (as opened: its schema, fragments and time range).
+    pub fn read(&self) -> ReadQuery<'_> {
+        ReadQuery {
+            array: self,
+            ranges: Vec::new(),
+            attributes: None,
+            dimensions: DimSelection::All,
+            layout: None,
+            budget: None,
+        }
+    }
+}
+
+/// Which dimensions a read returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum DimSelection {
+    All,
+    None,
+    Some(Vec<String>),
+}
+
+/// A read being set up: the subarray, the fields, the layout and the memory budget.
+///
+/// Range and field errors are reported by [`Self::execute`] and [`Self::batches`].
+#[derive(Debug, Clone)]
+#[must_use = "a read does nothing until executed"]
+pub struct ReadQuery<'a> {
+    array: &'a Array,
+    ranges: Vec<(String, RangeSpec)>,
+    attributes: Option<Vec<String>>,
+    dimensions: DimSelection,
+    layout: Option<Layout>,
+    budget: Option<u64>,
+}
+
+impl<'a> ReadQuery<'a> {
+    fn push(mut self, dim: &str, spec: RangeSpec) -> Self {
+        self.ranges.push((dim.to_owned(), spec));
+        self
+    }
+
+    /// Adds the range `[low, high]` (inclusive) on dimension `dim`, in a Rust number type
+    /// matching the dimension's datatype (`i64` for datetime and time dimensions). Several
+    /// ranges on one dimension make a multi-range subarray.
+    pub fn range<T: Primitive>(self, dim: &str, low: T, high: T) -> Self {
+        let (mut lo, mut hi) = (Vec::with_capacity(T::SIZE), Vec::with_capacity(T::SIZE));
+        low.write_le(&mut lo);
+        high.write_le(&mut hi);
+        self.push(dim, RangeSpec::Typed(T::DATATYPE, lo, hi))
+    }
+
+    /// Adds the range `[low, high]` on an integer, datetime or time dimension (or a float
+    /// one); the bounds must fit the dimension's type.
+    pub fn range_i64(self, dim: &str, low: i64, high: i64) -> Self {
+        self.push(dim, RangeSpec::I64(low, high))
+    }
+
+    /// Adds the range `[low, high]` on an unsigned (or any integer) dimension; the bounds
+    /// must fit the dimension's type.
+    pub fn range_u64(self, dim: &str, low: u64, high: u64) -> Self {
+        self.push(dim, RangeSpec::U64(low, high))
+    }
+
+    /// Adds the range `[low, high]` on a float dimension.
+    pub fn range_f64(self, dim: &str, low: f64, high: f64) -> Self {
+        self.push(dim, RangeSpec::F64(low, high))
+    }
+
+    /// Adds the range `[low, high]` on a string dimension (bytewise order).
+    pub fn range_str(self, dim: &str, low: impl AsRef<[u8]>, high: impl AsRef<[u8]>) -> Self {
+        self.push(dim, RangeSpec::Str(low.as_ref().to_vec(), high.as_ref().to_vec()))
+    }
+
+    /// Adds the range `[low, high]` given as the little-endian bytes of the dimension's type
+    /// (the whole strings for a string dimension).
+    pub fn range_bytes(self, dim: &str, low: impl Into<Vec<u8>>, high: impl Into<Vec<u8>>) -> Self {
+        self.push(dim, RangeSpec::Bytes(low.into(), high.into()))
+    }
+
+    /// The attributes to return, in this order (default: every attribute, in schema order).
+    pub fn attributes<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.attributes = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Whether to return every dimension (in schema order, before the attributes); the
+    /// default is yes.
+    pub fn with_coordinates(mut self, yes: bool) -> Self {
+        self.dimensions = if yes { DimSelection::All } else { DimSelection::None };
+        self
+    }
+
+    /// The dimensions to return, in this order (before the attributes).
+    pub fn dimensions<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.dimensions = DimSelection::Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The order of the cells: [`Layout::RowMajor`], [`Layout::ColMajor`],
+    /// [`Layout::GlobalOrder`] or [`Layout::Unordered`] (the default is row-major for dense
+    /// arrays and global order for sparse ones).
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.layout = Some(layout);
+        self
+    }
+
+    /// Reads in batches holding about `bytes` bytes of results each (values, 8 bytes per
+    /// var-sized offset, 1 per validity byte); at least one cell per batch.
+    pub fn memory_budget(mut self, bytes: u64) -> Self {
+        self.budget = Some(bytes);
+        self
+    }
+
+    /// The columns this read returns.
+    fn fields(&self) -> Result<Vec<OutField>> {
+        let schema = self.array.schema();
+        let mut out = Vec::new();
+        match &self.dimensions {
+            DimSelection::All => {
+                out.extend((0..schema.dimensions.len()).map(|d| OutField::dim(schema, d)));
+            }
+            DimSelection::None => {}
+            DimSelection::Some(names) => {
+                for n in names {
+                    let d = schema
+                        .dimensions
+                        .iter()
+                        .position(|d| &d.name == n)
+                        .ok_or_else(|| Error::UnknownField(n.clone()))?;
+                    out.push(OutField::dim(schema, d));
+                }
+            }
+        }
+        match &self.attributes {
+            None => out.extend((0..schema.attributes.len()).map(|a| OutField::attr(schema, a))),
+            Some(names) => {
+                for n in names {
+                    match schema.attributes.iter().position(|a| &a.name == n) {
+                        Some(a) => out.push(OutField::attr(schema, a)),
+                        None if schema.dimension(n).is_some() => {
+                            return Err(Error::InvalidQuery(format!(
+                                "{n:?} is a dimension: select dimensions with dimensions() or with_coordinates()"
+                            )));
+                        }
+                        None => return Err(Error::UnknownField(n.clone())),
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs the read and returns every cell.
+    ///
+    /// # Errors
+    /// [`Error::UnknownField`] for a name that is neither a dimension nor an attribute;
+    /// [`Error::InvalidRange`] for a range of the wrong type, reversed, or outside the
+    /// domain; [`Error::InvalidQuery`] for a layout that cannot be used (a dense multi-range
+    /// read in global order); [`Error::Unsupported`] for a sparse read that delete commits
+    /// would change; storage errors; [`Error::Tile`] / [`Error::Corrupt`] for corrupt data.
+    pub fn execute(self) -> Result<ReadResult> {
+        let mut batches = self.batches()?;
+        let mut result = empty_result(&batches.fields);
+        match &mut batches.inner {
+            Inner::Empty => {}
+            Inner::Dense(r) => {
+                if r.budget().is_none() {
+                    r.reserve(&mut result);
+                }
+                while r.next_batch(&mut result)? {}
+            }
+            Inner::Sparse(r) => while r.next_batch(&mut result)? {},
+        }
+        Ok(result)
+    }
+
+    /// Runs the read in batches: each holds at most about the memory budget (at least one
+    /// cell), in the requested order; concatenated, they equal [`Self::execute`]'s result.
+    /// Without a budget the batches are large.
+    ///
+    /// # Errors
+    /// As [`Self::execute`], for what can be checked before reading; errors while reading
+    /// come as items of the iterator (after an error, it ends).
+    pub fn batches(self) -> Result<Batches<'a>> {
+        let fields = self.fields()?;
+        let array = self.array;
+        let schema = array.schema();
+        let dense = schema.is_dense();
+        let layout = match self.layout {
+            None if dense => Layout::RowMajor,
+            None => Layout::GlobalOrder,
+            Some(Layout::Hilbert) => {
+                return Err(Error::InvalidQuery(
+                    "hilbert is a cell order, not a read layout (use global order)".into(),
+                ));
+            }
+            Some(l) => l,
+        };
+        let Some(subarray) = Subarray::build(schema, array.fragments(), &self.ranges)? else {
+            return Ok(Batches { fields, inner: Inner::Empty });
+        };
+        let out = fields.clone();
+        let inner = if dense {
+            let layout = match layout {
+                // Any order is fine: tile by tile is fastest, when possible.
+                Layout::Unordered if subarray.is_multi_range() => Layout::RowMajor,
+                Layout::Unordered => Layout::GlobalOrder,
+                l => l,
+            };
+            Inner::Dense(Box::new(DenseReader::new(array, &subarray, fields, layout, self.budget)?))
+        } else {
+            Inner::Sparse(Box::new(SparseReader::new(
+                array,
+                &subarray,
+                fields,
+                layout,
+                self.budget,
+            )?))
+        };
+        Ok(Batches { fields: out, inner })
+    }
+}
+
+/// The batches of a read (see [`ReadQuery::batches`]).
+#[derive(Debug)]
+pub struct Batches<'a> {
+    fields: Vec<OutField>,
+    inner: Inner<'a>,
+}
+
+#[derive(Debug)]
+enum Inner<'a> {
+    Empty,
+    Dense(Box<DenseReader<'a>>),
+    Sparse(Box<SparseReader<'a>>),
+}
+
+impl Iterator for Batches<'_> {
+    type Item = Result<ReadResult>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut batch = empty_result(&self.fields);
+        let next = match &mut self.inner {
+            Inner::Empty => return None,
+            Inner::Dense(r) => r.next_batch(&mut batch),
+            Inner::Sparse(r) => r.next_batch(&mut batch),
+        };
+        match next {
+            Ok(true) => Some(Ok(batch)),
+            Ok(false) => {
+                self.inner = Inner::Empty;
+                None
+            }
+            Err(e) => {
+                self.inner = Inner::Empty;
+                Some(Err(e))
+            }
+        }
+    }
+}

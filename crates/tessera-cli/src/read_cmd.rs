@@ -1,0 +1,278 @@
+//! `tessera read`: cells as JSONL, CSV or a table.
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use serde_json::Value as Json;
+use tessera::layers::query::{Column, ReadResult};
+use tessera::layers::schema::json::{cell_json, value_from_json};
+use tessera::layers::types::{Datatype, Layout};
+use tessera::{Array, ArraySchema, Enumeration};
+
+use crate::cells::{Row, write_line};
+
+/// Result layouts of `--layout`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum LayoutArg {
+    /// Last dimension fastest.
+    RowMajor,
+    /// First dimension fastest.
+    ColMajor,
+    /// The array's tile and cell order.
+    Global,
+    /// Whatever order is fastest.
+    Unordered,
+}
+
+/// Output formats of `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FormatArg {
+    /// One JSON object per cell.
+    Jsonl,
+    /// Comma-separated values with a header.
+    Csv,
+    /// Aligned columns for people.
+    Table,
+}
+
+/// The options of `tessera read`.
+#[derive(Debug, Args)]
+pub(crate) struct ReadArgs {
+    /// `DIM=LO:HI` (inclusive; repeat for several ranges; quote a bound holding `:` or `,` as
+    /// a JSON string).
+    #[arg(long = "range", value_name = "DIM=LO:HI")]
+    pub(crate) ranges: Vec<String>,
+    /// The attributes to read, in this order (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) attrs: Option<Vec<String>>,
+    /// The cell order.
+    #[arg(long, value_enum)]
+    pub(crate) layout: Option<LayoutArg>,
+    /// Output format (default: table on a terminal, jsonl otherwise).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<FormatArg>,
+    /// Read in steps holding about this many bytes.
+    #[arg(long)]
+    pub(crate) memory_budget: Option<u64>,
+    /// Print enumeration codes instead of labels.
+    #[arg(long)]
+    pub(crate) enum_codes: bool,
+}
+
+/// Splits `LO:HI`, where either bound may be a JSON string holding `:`.
+fn split_bounds(text: &str) -> Result<(String, String)> {
+    let (lo, rest) = if text.starts_with('"') {
+        let mut de = serde_json::Deserializer::from_str(text).into_iter::<String>();
+        let lo = de.next().context("unterminated quoted bound")??;
+        let used = de.byte_offset();
+        (format!("\"{}\"", escape(&lo)), &text[used..])
+    } else {
+        match text.find(':') {
+            Some(i) => (text[..i].to_owned(), &text[i..]),
+            None => bail!("expected LO:HI, got {text:?}"),
+        }
+    };
+    let hi = rest
+        .strip_prefix(':')
+        .with_context(|| format!("expected ':' after the low bound in {text:?}"))?;
+    Ok((lo, hi.to_owned()))
+}
+
+fn escape(s: &str) -> String {
+    serde_json::to_string(s).map(|q| q[1..q.len() - 1].to_owned()).unwrap_or_default()
+}
+
+/// One bound as the little-endian bytes of the dimension's type.
+fn bound_bytes(datatype: Datatype, var: bool, text: &str) -> Result<Vec<u8>> {
+    let json = if text.starts_with('"') {
+        serde_json::from_str::<Json>(text).with_context(|| format!("bad quoted bound {text}"))?
+    } else if var {
+        return Ok(text.as_bytes().to_vec());
+    } else {
+        serde_json::from_str::<Json>(text)
+            .with_context(|| format!("{text:?} is not a {datatype} value"))?
+    };
+    if var {
+        return match json {
+            Json::String(s) => Ok(s.into_bytes()),
+            other => bail!("{other} is not a string bound"),
+        };
+    }
+    Ok(value_from_json(datatype, &json)?)
+}
+
+/// Applies `--range` options to a read.
+pub(crate) fn with_ranges<'a>(
+    schema: &ArraySchema,
+    mut q: tessera::layers::query::read::ReadQuery<'a>,
+    ranges: &[String],
+) -> Result<tessera::layers::query::read::ReadQuery<'a>> {
+    for r in ranges {
+        let (dim, bounds) =
+            r.split_once('=').with_context(|| format!("--range {r:?}: expected DIM=LO:HI"))?;
+        let d = schema
+            .dimension(dim)
+            .with_context(|| format!("--range {r:?}: no dimension {dim:?}"))?;
+        let (lo, hi) = split_bounds(bounds).with_context(|| format!("--range {r:?}"))?;
+        let lo =
+            bound_bytes(d.datatype, d.is_var(), &lo).with_context(|| format!("--range {r:?}"))?;
+        let hi =
+            bound_bytes(d.datatype, d.is_var(), &hi).with_context(|| format!("--range {r:?}"))?;
+        q = q.range_bytes(dim, lo, hi);
+    }
+    Ok(q)
+}
+
+/// How each output column prints: through its enumeration's labels, or as stored.
+struct Printer<'a> {
+    enums: Vec<Option<&'a Enumeration>>,
+}
+
+impl<'a> Printer<'a> {
+    fn new(array: &'a Array, result_columns: &[Column], enum_codes: bool) -> Self {
+        let schema = array.schema();
+        let enums = result_columns
+            .iter()
+            .map(|c| {
+                if enum_codes {
+                    return None;
+                }
+                let name = schema.attribute(&c.name)?.enumeration.as_ref()?;
+                array.enumerations().iter().find(|e| &e.name == name)
+            })
+            .collect();
+        Printer { enums }
+    }
+
+    fn value(&self, col: usize, c: &Column, i: usize) -> Json {
+        if !c.is_valid(i) {
+            return Json::Null;
+        }
+        let Some(bytes) = c.cell(i) else { return Json::Null };
+        if let Some(e) = self.enums.get(col).copied().flatten() {
+            let code = match tessera::layers::schema::Value::decode(c.datatype, bytes) {
+                Ok(tessera::layers::schema::Value::Int(v)) => usize::try_from(v).ok(),
+                Ok(tessera::layers::schema::Value::UInt(v)) => usize::try_from(v).ok(),
+                _ => None,
+            };
+            if let Some(label) = code.and_then(|code| e.value(code)) {
+                return cell_json(e.datatype, e.cell_val_num, label);
+            }
+        }
+        cell_json(c.datatype, c.cell_val_num, bytes)
+    }
+}
+
+fn layout(l: Option<LayoutArg>) -> Option<Layout> {
+    l.map(|l| match l {
+        LayoutArg::RowMajor => Layout::RowMajor,
+        LayoutArg::ColMajor => Layout::ColMajor,
+        LayoutArg::Global => Layout::GlobalOrder,
+        LayoutArg::Unordered => Layout::Unordered,
+    })
+}
+
+/// Runs `tessera read`.
+pub(crate) fn run(array: &Array, args: &ReadArgs) -> Result<()> {
+    let schema = array.schema();
+    let mut q = with_ranges(schema, array.read(), &args.ranges)?;
+    if let Some(attrs) = &args.attrs {
+        q = q.attributes(attrs.iter().map(String::as_str));
+    }
+    if let Some(l) = layout(args.layout) {
+        q = q.layout(l);
+    }
+    if let Some(b) = args.memory_budget {
+        q = q.memory_budget(b);
+    }
+    let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
+        FormatArg::Table
+    } else {
+        FormatArg::Jsonl
+    });
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut table: Vec<Vec<String>> = Vec::new();
+    let mut header_done = false;
+    for batch in q.batches()? {
+        let batch: ReadResult = batch?;
+        let printer = Printer::new(array, &batch.columns, args.enum_codes);
+        if !header_done {
+            let names: Vec<String> = batch.columns.iter().map(|c| c.name.clone()).collect();
+            match format {
+                FormatArg::Csv => writeln!(
+                    out,
+                    "{}",
+                    names.iter().map(|n| csv_field(n)).collect::<Vec<_>>().join(",")
+                )?,
+                FormatArg::Table => table.push(names),
+                FormatArg::Jsonl => {}
+            }
+            header_done = true;
+        }
+        for i in 0..batch.cell_num() {
+            let values: Vec<(&str, Json)> = batch
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(k, c)| (c.name.as_str(), printer.value(k, c, i)))
+                .collect();
+            match format {
+                FormatArg::Jsonl => write_line(&mut out, &Row(&values))?,
+                FormatArg::Csv => {
+                    let fields: Vec<String> =
+                        values.iter().map(|(_, v)| csv_field(&plain(v))).collect();
+                    writeln!(out, "{}", fields.join(","))?;
+                }
+                FormatArg::Table => table.push(values.iter().map(|(_, v)| plain(v)).collect()),
+            }
+        }
+    }
+    if format == FormatArg::Table {
+        let widths: Vec<usize> = (0..table.first().map_or(0, Vec::len))
+            .map(|c| table.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+            .collect();
+        for row in &table {
+            let line: Vec<String> =
+                row.iter().zip(&widths).map(|(v, w)| format!("{v:<w$}")).collect();
+            writeln!(out, "{}", line.join("  ").trim_end())?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// A value as plain text (strings without quotes).
+fn plain(v: &Json) -> String {
+    match v {
+        Json::String(s) => s.clone(),
+        Json::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_split_with_quotes() {
+        assert_eq!(split_bounds("1:5").unwrap(), ("1".into(), "5".into()));
+        assert_eq!(split_bounds("-3:-1").unwrap(), ("-3".into(), "-1".into()));
+        assert_eq!(split_bounds(r#""a:b":"c""#).unwrap(), (r#""a:b""#.into(), r#""c""#.into()));
+        assert_eq!(split_bounds("a:zz").unwrap(), ("a".into(), "zz".into()));
+        assert!(split_bounds("5").is_err());
+        assert_eq!(bound_bytes(Datatype::Int32, false, "7").unwrap(), 7i32.to_le_bytes());
+        assert_eq!(bound_bytes(Datatype::StringAscii, true, r#""x,y""#).unwrap(), b"x,y");
+        assert!(bound_bytes(Datatype::Int8, false, "300").is_err());
+    }
+}

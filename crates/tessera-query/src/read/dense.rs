@@ -1,0 +1,988 @@
+//! Dense reads (libtiledb's `DenseReader`): every cell of the subarray, in the layout asked,
+//! from the newest fragment whose non-empty domain holds it, or the fill value.
+//!
+//! The result is a sequence of positions. Row- and col-major results are the row- or
+//! col-major traversal of a grid whose axis `d` is the concatenation of dimension `d`'s ranges
+//! in the order given (so cells repeat where ranges overlap); a global-order result is the
+//! space tiles meeting the subarray, in tile order, each holding its cells in cell order.
+//!
+//! A batch is a range of positions. It is cut into boxes of cells, each inside one space
+//! tile and mapped to the result by per-dimension strides ("pieces"); each piece is carved by
+//! the fragments' non-empty domains, newest first, into boxes copied from one fragment's
+//! tile and boxes left to the fill value; each box becomes runs of cells contiguous both in
+//! the tile and in the result, copied with one `memcpy` each. Only the tiles of the
+//! fragments that hold some cell of the batch are fetched, all at once, and decoded in
+//! parallel; decoded tiles are kept for the next batch when it needs them again.
+//!
+//! Hook for query conditions (to come): a condition maps the batch to a per-position mask;
+//! positions failing it take the fill value (libtiledb's dense behaviour), applied after
+//! [`copy_runs`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use tessera_types::Layout;
+
+use crate::array::Array;
+use crate::read::column::{FILL, OutField, Run, Source, copy_runs};
+use crate::read::order::{int_value, push_int};
+use crate::read::subarray::Subarray;
+use crate::read::tiles::{DecodedTile, FieldReader, QField, TileCells, TileJob, load_tiles};
+use crate::result::{Column, ReadResult};
+use crate::{Error, Result};
+
+/// Cells processed at once when no budget bounds a batch: bounds the run lists and the
+/// tiles held, without limiting parallelism much.
+const UNBOUNDED_CHUNK_CELLS: u64 = 1 << 22;
+
+/// One dimension of a dense read.
+#[derive(Debug, Clone)]
+struct DDim {
+    dom_lo: i128,
+    extent: i128,
+    /// The ranges, in the order given.
+    ranges: Vec<(i128, i128)>,
+    /// Grid offset of each range.
+    range_off: Vec<u64>,
+    /// Grid length (cells over all ranges).
+    len: u64,
+}
+
+impl DDim {
+    fn tile_of(&self, c: i128) -> i128 {
+        (c - self.dom_lo).div_euclid(self.extent)
+    }
+    fn tile_lo(&self, t: i128) -> i128 {
+        self.dom_lo + t * self.extent
+    }
+}
+
+/// A fragment as the dense reader sees it.
+#[derive(Debug)]
+struct DFrag {
+    /// The fragment's folder.
+    dir: String,
+    /// Non-empty domain per dimension.
+    ned: Vec<(i128, i128)>,
+    /// Space-tile index of the first tile per dimension.
+    first_tile: Vec<i128>,
+    /// Strides of the fragment's tiles, in tile order.
+    tile_strides: Vec<u64>,
+    /// Number of tiles.
+    tile_num: u64,
+    /// Cells per tile.
+    cells: TileCells,
+    /// Readers of the attributes read, by output field index (`None`: not stored).
+    readers: Vec<Option<FieldReader>>,
+}
+
+/// A box of cells in one space tile, with where its cells go in the result.
+#[derive(Debug, Clone)]
+struct Piece {
+    lo: Vec<i128>,
+    hi: Vec<i128>,
+    tile: Vec<i128>,
+    /// Result position of `lo`.
+    dst_base: u64,
+    dst_strides: Vec<u64>,
+}
+
+/// The cursor over global-order blocks (space tiles meeting the subarray, in tile order).
+#[derive(Debug, Clone)]
+struct BlockCursor {
+    /// Current tile per dimension.
+    tile: Vec<i128>,
+    /// First result position of the current block.
+    base: u64,
+    done: bool,
+}
+
+/// A dense read in progress.
+#[derive(Debug)]
+pub(crate) struct DenseReader<'a> {
+    array: &'a Array,
+    dims: Vec<DDim>,
+    layout: Layout,
+    cell_order: Layout,
+    tile_order: Layout,
+    total: u64,
+    grid_strides: Vec<u64>,
+    /// Cell strides inside a space tile, in cell order.
+    cell_strides: Vec<u64>,
+    /// Fragments, newest first.
+    frags: Vec<DFrag>,
+    fields: Vec<OutField>,
+    budget: Option<u64>,
+    pos: u64,
+    cursor: Option<BlockCursor>,
+    /// Tiles decoded by the last batch: (fragment, tile, field) to tile.
+    cache: HashMap<(usize, u64, usize), Arc<DecodedTile>>,
+}
+
+impl<'a> DenseReader<'a> {
+    /// Prepares a dense read of `fields` over `subarray` in `layout` (row-major, col-major or
+    /// global order).
+    ///
+    /// # Errors
+    /// [`Error::InvalidQuery`] for a multi-range global-order read; [`Error::Unsupported`]
+    /// for sparse fragments in the dense array; storage and metadata errors loading the
+    /// fragments' tile offsets.
+    pub(crate) fn new(
+        array: &'a Array,
+        subarray: &Subarray,
+        fields: Vec<OutField>,
+        layout: Layout,
+        budget: Option<u64>,
+    ) -> Result<Self> {
+        let schema = array.schema();
+        if layout == Layout::GlobalOrder && subarray.is_multi_range() {
+            return Err(Error::InvalidQuery(
+                "multi-range reads are not supported in global order (as in libtiledb)".into(),
+            ));
+        }
+        let ranges = subarray.int_ranges(schema)?;
+        let mut dims = Vec::with_capacity(ranges.len());
+        for (d, rs) in schema.dimensions.iter().zip(ranges) {
+            let (Some([lo, _]), Some(ext)) = (&d.domain, &d.tile_extent) else {
+                return Err(Error::Unsupported(format!(
+                    "dense dimension {:?} without a domain or tile extent",
+                    d.name
+                )));
+            };
+            let dom_lo = int_value(d.datatype, lo).unwrap_or(0);
+            let extent = int_value(d.datatype, ext).unwrap_or(0);
+            if extent <= 0 {
+                return Err(Error::Unsupported(format!(
+                    "dense dimension {:?} with tile extent {extent}",
+                    d.name
+                )));
+            }
+            let mut range_off = Vec::with_capacity(rs.len());
+            let mut len = 0u64;
+            for &(lo, hi) in &rs {
+                range_off.push(len);
+                len += (hi - lo + 1) as u64;
+            }
+            dims.push(DDim { dom_lo, extent, ranges: rs, range_off, len });
+        }
+        let dim_num = dims.len();
+        let total = dims
+            .iter()
+            .try_fold(1u64, |acc, d| acc.checked_mul(d.len))
+            .ok_or_else(|| Error::InvalidQuery("the subarray holds more than 2^64 cells".into()))?;
+        let lens: Vec<u64> = dims.iter().map(|d| d.len).collect();
+        let grid_strides = strides(&lens, layout == Layout::ColMajor);
+        let extents: Vec<u64> = dims.iter().map(|d| d.extent as u64).collect();
+        let cell_strides = strides(&extents, schema.cell_order == Layout::ColMajor);
+
+        // Fragments, newest first, with the readers of the attributes read.
+        let storage = array.storage().as_ref();
+        let mut frags = Vec::new();
+        for f in array.fragments().iter().rev() {
+            if !f.footer().dense {
+                return Err(Error::Unsupported(format!(
+                    "sparse fragment {} in a dense array (libtiledb 2.30 still reads them; Tessera does not)",
+                    f.name().as_str()
+                )));
+            }
+            let Some(ned) = &f.footer().non_empty_domain else { continue };
+            let ned: Vec<(i128, i128)> = ned
+                .0
+                .iter()
+                .zip(&schema.dimensions)
+                .map(|(r, d)| {
+                    (
+                        int_value(d.datatype, &r.low).unwrap_or(0),
+                        int_value(d.datatype, &r.high).unwrap_or(0),
+                    )
+                })
+                .collect();
+            let first_tile: Vec<i128> =
+                ned.iter().zip(&dims).map(|(&(lo, _), d)| d.tile_of(lo)).collect();
+            let counts: Vec<u64> = ned
+                .iter()
+                .zip(&dims)
+                .map(|(&(lo, hi), d)| (d.tile_of(hi) - d.tile_of(lo) + 1) as u64)
+                .collect();
+            let tile_strides = strides(&counts, schema.tile_order == Layout::ColMajor);
+            let cells = TileCells::of(f)?;
+            frags.push((f.clone(), ned, first_tile, tile_strides, cells));
+        }
+        // Tile offsets of every attribute read, fragments in parallel.
+        let attr_fields: Vec<Option<usize>> = fields
+            .iter()
+            .map(|f| match f.source {
+                Source::Attr(a) => Some(a),
+                Source::Dim(_) => None,
+            })
+            .collect();
+        let frags: Vec<DFrag> = frags
+            .into_par_iter()
+            .map(|(f, ned, first_tile, tile_strides, cells)| {
+                let readers = attr_fields
+                    .iter()
+                    .map(|a| match a {
+                        Some(a) => FieldReader::new(storage, &f, schema, QField::Attr(*a)),
+                        None => Ok(None),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(DFrag {
+                    dir: f.dir(),
+                    ned,
+                    first_tile,
+                    tile_strides,
+                    tile_num: cells.tile_num,
+                    cells,
+                    readers,
+                })
+            })
+            .collect::<Result<_>>()?;
+        debug_assert_eq!(dim_num, schema.dimensions.len());
+        let cursor = (layout == Layout::GlobalOrder).then(|| BlockCursor {
+            tile: dims.iter().map(|d| d.tile_of(d.ranges[0].0)).collect(),
+            base: 0,
+            done: total == 0,
+        });
+        Ok(DenseReader {
+            array,
+            dims,
+            layout,
+            cell_order: schema.cell_order,
+            tile_order: schema.tile_order,
+            total,
+            grid_strides,
+            cell_strides,
+            frags,
+            fields,
+            budget,
+            pos: 0,
+            cursor,
+            cache: HashMap::new(),
+        })
+    }
+
+    /// The memory budget of a batch, if any.
+    pub(crate) fn budget(&self) -> Option<u64> {
+        self.budget
+    }
+
+    /// Estimated result bytes of one cell (var-sized values from the fragments' average).
+    fn bytes_per_cell(&self) -> u64 {
+        let mut total = 0u64;
+        for (i, f) in self.fields.iter().enumerate() {
+            total += f.fixed_bytes_per_cell();
+            if f.is_var() {
+                let (mut bytes, mut cells) = (0u64, 0u64);
+                for fr in &self.frags {
+                    if let Some(Some(r)) = fr.readers.get(i) {
+                        bytes += r.total_var_size().unwrap_or(0);
+                        cells += fr.tile_num * fr.cells.get(0);
+                    }
+                }
+                total += if cells > 0 { bytes.div_ceil(cells) } else { f.fill.len() as u64 };
+            }
+        }
+        total.max(1)
+    }
+
+    /// Appends the next batch to `out` (whose columns are those of the read); `false` when
+    /// every cell was returned.
+    ///
+    /// # Errors
+    /// Storage errors and tiles that do not decode.
+    pub(crate) fn next_batch(&mut self, out: &mut ReadResult) -> Result<bool> {
+        if self.pos >= self.total {
+            return Ok(false);
+        }
+        let per_cell = self.bytes_per_cell();
+        let want = match self.budget {
+            Some(b) => (b / per_cell).clamp(1, UNBOUNDED_CHUNK_CELLS),
+            None => UNBOUNDED_CHUNK_CELLS,
+        };
+        let p0 = self.pos;
+        let p1 = p0.saturating_add(want).min(self.total);
+        let pieces = self.pieces(p0, p1);
+        // Carve pieces into runs.
+        let mut slots: HashMap<(usize, u64), u32> = HashMap::new();
+        let mut slot_list: Vec<(usize, u64)> = Vec::new();
+        let mut runs: Vec<Run> = Vec::new();
+        for piece in &pieces {
+            self.carve(piece, p0, &mut slots, &mut slot_list, &mut runs)?;
+        }
+        runs.sort_unstable_by_key(|r| r.dst);
+        // Fetch what the batch needs (and is not cached), decode in parallel.
+        let mut jobs: Vec<TileJob<'_>> = Vec::new();
+        let mut job_keys = Vec::new();
+        for &(f, t) in &slot_list {
+            let frag = &self.frags[f];
+            for (i, r) in frag.readers.iter().enumerate() {
+                if let Some(r) = r
+                    && !self.cache.contains_key(&(f, t, i))
+                {
+                    jobs.push(TileJob { reader: r, tile: t, cells: frag.cells.get(t) });
+                    job_keys.push((f, t, i));
+                }
+            }
+        }
+        let loaded = load_tiles(self.array.storage().as_ref(), &jobs)?;
+        let mut cache: HashMap<(usize, u64, usize), Arc<DecodedTile>> = HashMap::new();
+        for (k, tile) in job_keys.into_iter().zip(loaded) {
+            cache.insert(k, tile);
+        }
+        for &(f, t) in &slot_list {
+            for i in 0..self.fields.len() {
+                if let Some(tile) = self.cache.remove(&(f, t, i)) {
+                    cache.insert((f, t, i), tile);
+                }
+            }
+        }
+        self.cache = cache;
+        // Cut the batch at the budget, now that var sizes are known.
+        let mut end = p1;
+        if let Some(budget) = self.budget {
+            end = self.cut(p0, p1, &runs, &slot_list, budget);
+            if end < p1 {
+                runs.retain_mut(|r| {
+                    if r.dst >= end - p0 {
+                        return false;
+                    }
+                    r.len = r.len.min(end - p0 - r.dst);
+                    true
+                });
+            }
+        }
+        let cache = &self.cache;
+        out.columns.par_iter_mut().zip(self.fields.par_iter()).enumerate().for_each(
+            |(i, (col, field))| match field.source {
+                Source::Dim(d) => self.coord_column(col, field, d, &pieces, p0, end),
+                Source::Attr(_) => {
+                    let tiles: Vec<Option<Arc<DecodedTile>>> =
+                        slot_list.iter().map(|&(f, t)| cache.get(&(f, t, i)).cloned()).collect();
+                    copy_runs(field, col, &runs, &tiles);
+                }
+            },
+        );
+        self.pos = end;
+        self.advance_cursor();
+        Ok(true)
+    }
+
+    /// Reserves room in `out` for every remaining cell of the fixed-size columns (reads
+    /// without a budget, whose batches all go to one result).
+    pub(crate) fn reserve(&self, out: &mut ReadResult) {
+        let cells = (self.total - self.pos) as usize;
+        for (col, f) in out.columns.iter_mut().zip(&self.fields) {
+            if !f.is_var() {
+                col.data.reserve(cells * f.cell_size());
+            }
+            if let Some(v) = &mut col.validity {
+                v.reserve(cells);
+            }
+        }
+    }
+
+    /// The position where a batch `[p0, p1)` holding `runs` (sorted by position) reaches
+    /// `budget` bytes (at least one cell).
+    fn cut(&self, p0: u64, p1: u64, runs: &[Run], slot_list: &[(usize, u64)], budget: u64) -> u64 {
+        let fixed: u64 = self.fields.iter().map(OutField::fixed_bytes_per_cell).sum();
+        let var_fields: Vec<(usize, &OutField)> =
+            self.fields.iter().enumerate().filter(|(_, f)| f.is_var()).collect();
+        let mut used = 0u64;
+        let mut tiles: Vec<Option<&DecodedTile>> = Vec::with_capacity(var_fields.len());
+        for r in runs {
+            tiles.clear();
+            for &(i, _) in &var_fields {
+                tiles.push(
+                    (r.slot != FILL)
+                        .then(|| slot_list[r.slot as usize])
+                        .and_then(|(fi, t)| self.cache.get(&(fi, t, i)))
+                        .map(|t| &**t),
+                );
+            }
+            // Var bytes of cells `src..src + n` of the run.
+            let var_bytes = |src: u64, n: u64| -> u64 {
+                var_fields
+                    .iter()
+                    .zip(&tiles)
+                    .map(|(&(_, f), t)| match t {
+                        Some(t) => t.cells_range(src as usize, n as usize).len() as u64,
+                        None => n * f.fill.len() as u64,
+                    })
+                    .sum()
+            };
+            let run_bytes = fixed * r.len + var_bytes(r.src, r.len);
+            if used + run_bytes <= budget {
+                used += run_bytes;
+                continue;
+            }
+            // The budget ends inside this run.
+            for k in 0..r.len {
+                let b = fixed + var_bytes(r.src + k, 1);
+                if used + b > budget {
+                    return (p0 + r.dst + k).max(p0 + 1);
+                }
+                used += b;
+            }
+        }
+        p1
+    }
+
+    /// The coordinates of dimension `d` at positions `p0..end`.
+    fn coord_column(
+        &self,
+        col: &mut Column,
+        field: &OutField,
+        d: usize,
+        pieces: &[Piece],
+        p0: u64,
+        end: u64,
+    ) {
+        let size = field.datatype.size();
+        let n = (end - p0) as usize;
+        let old = col.data.len();
+        col.data.resize(old + n * size, 0);
+        let data = &mut col.data[old..];
+        let mut value = Vec::with_capacity(16);
+        let dim_num = self.dims.len();
+        let others: Vec<usize> = (0..dim_num).filter(|&k| k != d).collect();
+        for piece in pieces {
+            let ext: Vec<u64> =
+                (0..dim_num).map(|k| (piece.hi[k] - piece.lo[k] + 1) as u64).collect();
+            let strides = &piece.dst_strides;
+            let mut write = |pos: u64, value: &[u8]| {
+                if pos < n as u64 {
+                    let at = pos as usize * size;
+                    data[at..at + size].copy_from_slice(value);
+                }
+            };
+            // The cells holding each value of dimension `d` form a box of the other
+            // dimensions.
+            for vi in 0..ext[d] {
+                value.clear();
+                push_int(field.datatype, piece.lo[d] + i128::from(vi), &mut value);
+                let base = piece.dst_base - p0 + vi * strides[d];
+                let Some((&inner, outer)) = others.split_last() else {
+                    write(base, &value);
+                    continue;
+                };
+                let mut idx = vec![0u64; outer.len()];
+                loop {
+                    let b =
+                        base + outer.iter().zip(&idx).map(|(&k, &i)| i * strides[k]).sum::<u64>();
+                    for i in 0..ext[inner] {
+                        write(b + i * strides[inner], &value);
+                    }
+                    let mut j = outer.len();
+                    loop {
+                        if j == 0 {
+                            break;
+                        }
+                        j -= 1;
+                        idx[j] += 1;
+                        if idx[j] < ext[outer[j]] {
+                            break;
+                        }
+                        idx[j] = 0;
+                    }
+                    if idx.iter().all(|&x| x == 0) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves the global-order cursor to the block holding `self.pos`.
+    fn advance_cursor(&mut self) {
+        let Some(mut c) = self.cursor.take() else { return };
+        while !c.done {
+            let size = self.block_size(&c.tile);
+            if c.base + size > self.pos {
+                break;
+            }
+            self.next_block(&mut c);
+        }
+        self.cursor = Some(c);
+    }
+
+    /// The box of the block (tile ∩ subarray) of space tile `tile` (global order: one range
+    /// per dimension).
+    fn block_box(&self, tile: &[i128]) -> (Vec<i128>, Vec<i128>) {
+        let mut lo = Vec::with_capacity(tile.len());
+        let mut hi = Vec::with_capacity(tile.len());
+        for (d, &t) in self.dims.iter().zip(tile) {
+            let (rlo, rhi) = d.ranges[0];
+            lo.push(rlo.max(d.tile_lo(t)));
+            hi.push(rhi.min(d.tile_lo(t) + d.extent - 1));
+        }
+        (lo, hi)
+    }
+
+    fn block_size(&self, tile: &[i128]) -> u64 {
+        let (lo, hi) = self.block_box(tile);
+        lo.iter().zip(&hi).map(|(l, h)| (h - l + 1) as u64).product()
+    }
+
+    fn next_block(&self, c: &mut BlockCursor) {
+        c.base += self.block_size(&c.tile);
+        let order: Vec<usize> = if self.tile_order == Layout::ColMajor {
+            (0..self.dims.len()).collect()
+        } else {
+            (0..self.dims.len()).rev().collect()
+        };
+        for &d in &order {
+            let dim = &self.dims[d];
+            let last = dim.tile_of(dim.ranges[0].1);
+            if c.tile[d] < last {
+                c.tile[d] += 1;
+                return;
+            }
+            c.tile[d] = dim.tile_of(dim.ranges[0].0);
+        }
+        c.done = true;
+    }
+
+    /// The pieces covering positions `p0..p1`.
+    fn pieces(&self, p0: u64, p1: u64) -> Vec<Piece> {
+        let mut out = Vec::new();
+        let dim_num = self.dims.len();
+        if self.layout == Layout::GlobalOrder {
+            let Some(mut c) = self.cursor.clone() else { return out };
+            let cell_col = self.cell_order == Layout::ColMajor;
+            while !c.done && c.base < p1 {
+                let (lo, hi) = self.block_box(&c.tile);
+                let ext: Vec<u64> = lo.iter().zip(&hi).map(|(l, h)| (h - l + 1) as u64).collect();
+                let size: u64 = ext.iter().product();
+                let q0 = p0.max(c.base) - c.base;
+                let q1 = p1.min(c.base + size) - c.base;
+                if q0 < q1 {
+                    let lstrides = strides(&ext, cell_col);
+                    for b in grid_boxes(&ext, cell_col, q0, q1) {
+                        let plo: Vec<i128> = (0..dim_num).map(|k| lo[k] + b[k].0 as i128).collect();
+                        let phi: Vec<i128> = (0..dim_num).map(|k| lo[k] + b[k].1 as i128).collect();
+                        let dst_base =
+                            c.base + (0..dim_num).map(|k| b[k].0 * lstrides[k]).sum::<u64>();
+                        out.push(Piece {
+                            lo: plo,
+                            hi: phi,
+                            tile: c.tile.clone(),
+                            dst_base,
+                            dst_strides: lstrides.clone(),
+                        });
+                    }
+                }
+                self.next_block(&mut c);
+            }
+            return out;
+        }
+        let lens: Vec<u64> = self.dims.iter().map(|d| d.len).collect();
+        for b in grid_boxes(&lens, self.layout == Layout::ColMajor, p0, p1) {
+            // Per dimension, the grid interval split at range and tile boundaries.
+            let segs: Vec<Vec<(i128, i128, u64, i128)>> =
+                self.dims.iter().zip(&b).map(|(d, &(g0, g1))| segments(d, g0, g1)).collect();
+            let mut idx = vec![0usize; dim_num];
+            'outer: loop {
+                let mut lo = Vec::with_capacity(dim_num);
+                let mut hi = Vec::with_capacity(dim_num);
+                let mut tile = Vec::with_capacity(dim_num);
+                let mut dst_base = 0u64;
+                for k in 0..dim_num {
+                    let (l, h, g, t) = segs[k][idx[k]];
+                    lo.push(l);
+                    hi.push(h);
+                    tile.push(t);
+                    dst_base += g * self.grid_strides[k];
+                }
+                out.push(Piece { lo, hi, tile, dst_base, dst_strides: self.grid_strides.clone() });
+                let mut k = dim_num;
+                loop {
+                    if k == 0 {
+                        break 'outer;
+                    }
+                    k -= 1;
+                    idx[k] += 1;
+                    if idx[k] < segs[k].len() {
+                        break;
+                    }
+                    idx[k] = 0;
+                }
+            }
+        }
+        out
+    }
+
+    /// Splits `piece` by the fragments' non-empty domains, newest first, into runs.
+    fn carve(
+        &self,
+        piece: &Piece,
+        p0: u64,
+        slots: &mut HashMap<(usize, u64), u32>,
+        slot_list: &mut Vec<(usize, u64)>,
+        runs: &mut Vec<Run>,
+    ) -> Result<()> {
+        let dim_num = self.dims.len();
+        let cell_fast_first: Vec<usize> = if self.cell_order == Layout::ColMajor {
+            (0..dim_num).collect()
+        } else {
+            (0..dim_num).rev().collect()
+        };
+        let dst_of = |lo: &[i128]| -> u64 {
+            piece.dst_base - p0
+                + (0..dim_num)
+                    .map(|k| (lo[k] - piece.lo[k]) as u64 * piece.dst_strides[k])
+                    .sum::<u64>()
+        };
+        let mut uncovered: Vec<(Vec<i128>, Vec<i128>)> = vec![(piece.lo.clone(), piece.hi.clone())];
+        for (fi, frag) in self.frags.iter().enumerate() {
+            if uncovered.is_empty() {
+                break;
+            }
+            if !(0..dim_num).all(|k| frag.ned[k].0 <= piece.hi[k] && piece.lo[k] <= frag.ned[k].1) {
+                continue;
+            }
+            // The fragment's tile holding the piece.
+            let mut tile_idx = 0u64;
+            for k in 0..dim_num {
+                tile_idx += (piece.tile[k] - frag.first_tile[k]) as u64 * frag.tile_strides[k];
+            }
+            if tile_idx >= frag.tile_num {
+                return Err(Error::Corrupt {
+                    file: format!("{}/{}", frag.dir, crate::FRAGMENT_METADATA_FILE),
+                    reason: format!("tile {tile_idx} past the fragment's {} tiles", frag.tile_num),
+                });
+            }
+            let tile_lo: Vec<i128> =
+                (0..dim_num).map(|k| self.dims[k].tile_lo(piece.tile[k])).collect();
+            let mut rest = Vec::new();
+            for (blo, bhi) in uncovered.drain(..) {
+                let ilo: Vec<i128> = (0..dim_num).map(|k| blo[k].max(frag.ned[k].0)).collect();
+                let ihi: Vec<i128> = (0..dim_num).map(|k| bhi[k].min(frag.ned[k].1)).collect();
+                if (0..dim_num).any(|k| ilo[k] > ihi[k]) {
+                    rest.push((blo, bhi));
+                    continue;
+                }
+                let slot = *slots.entry((fi, tile_idx)).or_insert_with(|| {
+                    slot_list.push((fi, tile_idx));
+                    (slot_list.len() - 1) as u32
+                });
+                let src_base: u64 =
+                    (0..dim_num).map(|k| (ilo[k] - tile_lo[k]) as u64 * self.cell_strides[k]).sum();
+                emit_runs(
+                    &ilo,
+                    &ihi,
+                    &cell_fast_first,
+                    Some((&self.cell_strides, src_base)),
+                    &piece.dst_strides,
+                    dst_of(&ilo),
+                    |src, dst, len| runs.push(Run { slot, src, dst, len }),
+                );
+                subtract(&blo, &bhi, &ilo, &ihi, &mut rest);
+            }
+            uncovered = rest;
+        }
+        // What no fragment holds takes the fill value.
+        let mut by_stride: Vec<usize> = (0..dim_num).collect();
+        by_stride.sort_by_key(|&k| piece.dst_strides[k]);
+        for (blo, bhi) in uncovered {
+            emit_runs(
+                &blo,
+                &bhi,
+                &by_stride,
+                None,
+                &piece.dst_strides,
+                dst_of(&blo),
+                |src, dst, len| {
+                    runs.push(Run { slot: FILL, src, dst, len });
+                },
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Strides of a grid of `lens`: row-major (last dimension fastest) or col-major.
+fn strides(lens: &[u64], col_major: bool) -> Vec<u64> {
+    let n = lens.len();
+    let mut s = vec![1u64; n];
+    if col_major {
+        for k in 1..n {
+            s[k] = s[k - 1].saturating_mul(lens[k - 1]);
+        }
+    } else {
+        for k in (0..n.saturating_sub(1)).rev() {
+            s[k] = s[k + 1].saturating_mul(lens[k + 1]);
+        }
+    }
+    s
+}
+
+/// The grid interval `[g0, g1]` of dimension `d` as segments `(lo, hi, grid start, tile)`,
+/// each inside one range and one space tile.
+fn segments(d: &DDim, g0: u64, g1: u64) -> Vec<(i128, i128, u64, i128)> {
+    let mut out = Vec::new();
+    for (&(rlo, rhi), &off) in d.ranges.iter().zip(&d.range_off) {
+        let rlen = (rhi - rlo + 1) as u64;
+        let (s, e) = (g0.max(off), g1.min(off + rlen - 1));
+        if s > e {
+            continue;
+        }
+        let mut c = rlo + (s - off) as i128;
+        let last = rlo + (e - off) as i128;
+        while c <= last {
+            let t = d.tile_of(c);
+            let tile_end = d.tile_lo(t) + d.extent - 1;
+            let h = last.min(tile_end);
+            out.push((c, h, off + (c - rlo) as u64, t));
+            c = h + 1;
+        }
+    }
+    out
+}
+
+/// The positions `q0..q1` of a grid of `lens` (row-major, or col-major) as boxes of grid
+/// indexes, one `(first, last)` per dimension; at most about `2 × dimensions` boxes.
+fn grid_boxes(lens: &[u64], col_major: bool, q0: u64, q1: u64) -> Vec<Vec<(u64, u64)>> {
+    let n = lens.len();
+    let mut out = Vec::new();
+    if q0 >= q1 || n == 0 {
+        return out;
+    }
+    // Levels: slowest dimension first.
+    let order: Vec<usize> = if col_major { (0..n).rev().collect() } else { (0..n).collect() };
+    let lvl_lens: Vec<u64> = order.iter().map(|&d| lens[d]).collect();
+    let unravel = |p: u64| -> Vec<u64> {
+        let mut idx = vec![0u64; n];
+        let mut rest = p;
+        for k in (0..n).rev() {
+            idx[k] = rest % lvl_lens[k];
+            rest /= lvl_lens[k];
+        }
+        idx
+    };
+    let a = unravel(q0);
+    let b = unravel(q1 - 1);
+    let mut prefix = Vec::with_capacity(n);
+    let mut lvl_boxes = Vec::new();
+    decompose(&a, &b, &lvl_lens, 0, &mut prefix, &mut lvl_boxes);
+    for lb in lvl_boxes {
+        let mut bx = vec![(0u64, 0u64); n];
+        for (k, &d) in order.iter().enumerate() {
+            bx[d] = lb[k];
+        }
+        out.push(bx);
+    }
+    out
+}
+
+/// Boxes covering the cells from multi-index `a` to `b` (inclusive, in level order, equal on
+/// levels `..k`, fixed in `prefix`).
+fn decompose(
+    a: &[u64],
+    b: &[u64],
+    lens: &[u64],
+    k: usize,
+    prefix: &mut Vec<(u64, u64)>,
+    out: &mut Vec<Vec<(u64, u64)>>,
+) {
+    let n = lens.len();
+    if k == n {
+        out.push(prefix.clone());
+        return;
+    }
+    if a[k] == b[k] {
+        prefix.push((a[k], a[k]));
+        decompose(a, b, lens, k + 1, prefix, out);
+        prefix.pop();
+        return;
+    }
+    let full_tail =
+        |prefix: &mut Vec<(u64, u64)>, lo: u64, hi: u64, out: &mut Vec<Vec<(u64, u64)>>| {
+            let mut bx = prefix.clone();
+            bx.push((lo, hi));
+            bx.extend((k + 1..n).map(|j| (0, lens[j] - 1)));
+            out.push(bx);
+        };
+    let a_rest_zero = a[k + 1..].iter().all(|&x| x == 0);
+    let b_rest_max = b[k + 1..].iter().zip(&lens[k + 1..]).all(|(&x, &m)| x == m - 1);
+    let mut mid_lo = a[k] + 1;
+    if a_rest_zero {
+        mid_lo = a[k];
+    } else {
+        // From `a` to the end of its row at level k.
+        let mut end = a.to_vec();
+        for j in k + 1..n {
+            end[j] = lens[j] - 1;
+        }
+        prefix.push((a[k], a[k]));
+        decompose(a, &end, lens, k + 1, prefix, out);
+        prefix.pop();
+    }
+    let mid_hi = if b_rest_max { Some(b[k]) } else { b[k].checked_sub(1) };
+    if let Some(mid_hi) = mid_hi
+        && mid_lo <= mid_hi
+    {
+        full_tail(prefix, mid_lo, mid_hi, out);
+    }
+    if !b_rest_max {
+        let mut start = b.to_vec();
+        for s in start.iter_mut().skip(k + 1) {
+            *s = 0;
+        }
+        prefix.push((b[k], b[k]));
+        decompose(&start, b, lens, k + 1, prefix, out);
+        prefix.pop();
+    }
+}
+
+/// Adds to `out` the boxes covering `[blo, bhi]` minus `[ilo, ihi]` (which lies inside it).
+fn subtract(
+    blo: &[i128],
+    bhi: &[i128],
+    ilo: &[i128],
+    ihi: &[i128],
+    out: &mut Vec<(Vec<i128>, Vec<i128>)>,
+) {
+    let mut lo = blo.to_vec();
+    let mut hi = bhi.to_vec();
+    for k in 0..blo.len() {
+        if lo[k] < ilo[k] {
+            let mut h = hi.clone();
+            h[k] = ilo[k] - 1;
+            out.push((lo.clone(), h));
+            lo[k] = ilo[k];
+        }
+        if hi[k] > ihi[k] {
+            let mut l = lo.clone();
+            l[k] = ihi[k] + 1;
+            out.push((l, hi.clone()));
+            hi[k] = ihi[k];
+        }
+    }
+}
+
+/// Calls `f(src, dst, len)` for runs covering box `[lo, hi]`: cells contiguous both in the
+/// source (strides `src.0`, first cell `src.1`; `None` for the fill value) and in the result
+/// (strides `dst_strides`, first position `dst_base`). `order` lists dimensions fastest first
+/// in the source's order.
+fn emit_runs(
+    lo: &[i128],
+    hi: &[i128],
+    order: &[usize],
+    src: Option<(&[u64], u64)>,
+    dst_strides: &[u64],
+    dst_base: u64,
+    mut f: impl FnMut(u64, u64, u64),
+) {
+    let ext: Vec<u64> = lo.iter().zip(hi).map(|(l, h)| (h - l + 1) as u64).collect();
+    let src_strides = src.map(|(s, _)| s);
+    let src_base = src.map_or(0, |(_, b)| b);
+    let mut len = 1u64;
+    let mut k = 0;
+    while k < order.len() {
+        let d = order[k];
+        let ok = ext[d] == 1 || (src_strides.is_none_or(|s| s[d] == len) && dst_strides[d] == len);
+        if !ok {
+            break;
+        }
+        len *= ext[d];
+        k += 1;
+    }
+    let outer: Vec<usize> = order[k..].iter().copied().filter(|&d| ext[d] > 1).collect();
+    let mut idx = vec![0u64; outer.len()];
+    loop {
+        let mut s = src_base;
+        let mut t = dst_base;
+        for (j, &d) in outer.iter().enumerate() {
+            if let Some(ss) = src_strides {
+                s += idx[j] * ss[d];
+            }
+            t += idx[j] * dst_strides[d];
+        }
+        f(s, t, len);
+        let mut j = 0;
+        loop {
+            if j == outer.len() {
+                return;
+            }
+            idx[j] += 1;
+            if idx[j] < ext[outer[j]] {
+                break;
+            }
+            idx[j] = 0;
+            j += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells_of(boxes: &[Vec<(u64, u64)>], lens: &[u64], col: bool) -> Vec<u64> {
+        let s = strides(lens, col);
+        let mut v = Vec::new();
+        for b in boxes {
+            let mut idx: Vec<u64> = b.iter().map(|r| r.0).collect();
+            'l: loop {
+                v.push(idx.iter().zip(&s).map(|(i, s)| i * s).sum());
+                let mut k = idx.len();
+                loop {
+                    if k == 0 {
+                        break 'l;
+                    }
+                    k -= 1;
+                    idx[k] += 1;
+                    if idx[k] <= b[k].1 {
+                        break;
+                    }
+                    idx[k] = b[k].0;
+                }
+            }
+        }
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn grid_boxes_cover_exactly_the_range() {
+        for lens in [vec![7u64], vec![3, 4], vec![2, 3, 5], vec![1, 6, 1]] {
+            let total: u64 = lens.iter().product();
+            for col in [false, true] {
+                for q0 in 0..total {
+                    for q1 in q0 + 1..=total {
+                        let boxes = grid_boxes(&lens, col, q0, q1);
+                        assert!(boxes.len() <= 2 * lens.len() + 1, "{lens:?} {q0}..{q1}");
+                        assert_eq!(
+                            cells_of(&boxes, &lens, col),
+                            (q0..q1).collect::<Vec<_>>(),
+                            "{lens:?} col={col} {q0}..{q1}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn runs_merge_whole_rows() {
+        // A 4x4 tile copied whole into a 4-wide result: one run.
+        let mut runs = Vec::new();
+        emit_runs(&[0, 0], &[3, 3], &[1, 0], Some((&[4, 1], 0)), &[4, 1], 0, |s, d, l| {
+            runs.push((s, d, l))
+        });
+        assert_eq!(runs, [(0, 0, 16)]);
+        // The same tile into an 8-wide result: one run per row.
+        runs.clear();
+        emit_runs(&[0, 0], &[3, 3], &[1, 0], Some((&[4, 1], 0)), &[8, 1], 0, |s, d, l| {
+            runs.push((s, d, l))
+        });
+        assert_eq!(runs, [(0, 0, 4), (4, 8, 4), (8, 16, 4), (12, 24, 4)]);
+        // Col-major result of row-major cells: cell by cell.
+        runs.clear();
+        emit_runs(&[0, 0], &[1, 1], &[1, 0], Some((&[2, 1], 0)), &[1, 2], 0, |s, d, l| {
+            runs.push((s, d, l))
+        });
+        assert_eq!(runs, [(0, 0, 1), (1, 2, 1), (2, 1, 1), (3, 3, 1)]);
+    }
+}

@@ -1,0 +1,1052 @@
+//! Sparse reads (libtiledb's `SparseGlobalOrderReader`, `SparseUnorderedWithDupsReader` and,
+//! for row- and col-major layouts, the legacy `Reader`).
+//!
+//! Per fragment, the R-tree gives the tiles that meet the subarray (ranges sorted and merged
+//! per dimension, so each cell comes once). Tiles only partly inside the subarray, or of a
+//! fragment with per-cell timestamps partly outside the open time range, first have their
+//! coordinates (and timestamps) read to select their cells; then the tiles with selected
+//! cells have the other fields read. Tiles are loaded in windows (all at once without a
+//! memory budget), every window's tiles fetched together and decoded in parallel.
+//!
+//! Fragments are merged in global order with a k-way heap; among cells with equal
+//! coordinates the one with the largest (timestamp, fragment position) wins, the timestamp
+//! being the cell's own (`t.tdb`) or its fragment's start time, exactly as libtiledb's
+//! `GlobalCmp` with timestamps; with duplicates allowed every copy is returned, newest
+//! fragment first. Cells deleted by a consolidation that kept them (`dt.tdb`) are dropped
+//! after deduplication, so a deleted newest version hides older ones.
+//!
+//! Row- and col-major layouts sort the cells by coordinates after loading every qualifying
+//! tile; the unordered layout concatenates fragments when no deduplication is needed
+//! (duplicates allowed, or fragments that cannot share coordinates), and merges in global
+//! order otherwise, as libtiledb does.
+//!
+//! Hook for query conditions and delete commits (to come): they apply to the selected cells
+//! of a loaded tile; libtiledb applies both after deduplication (`post_dedup_bitmap`), where
+//! `SparseReader::keep_after_dedup` applies the delete timestamps today.
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use tessera_fragment::dim_types;
+use tessera_rtree::{DimType, Mbr, Range, TileOverlap};
+use tessera_types::Layout;
+
+use crate::array::Array;
+use crate::fragment::Fragment;
+use crate::read::column::{OutField, Source, gather};
+use crate::read::order::{GlobalOrder, cmp_bytes, ord_key, tile_index};
+use crate::read::subarray::Subarray;
+use crate::read::tiles::{DecodedTile, FieldReader, QField, TileCells, TileJob, load_tiles};
+use crate::result::ReadResult;
+use crate::{Error, Result};
+
+/// How results are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Fragment after fragment, tile after tile.
+    Concat,
+    /// k-way merge in global order.
+    Merge,
+    /// Everything loaded, then sorted by coordinates (row- or col-major).
+    Sort,
+}
+
+/// A fragment taking part in a sparse read.
+#[derive(Debug)]
+struct SFrag {
+    /// Position in the array's fragment order (larger is newer).
+    order: usize,
+    /// The tiles meeting the subarray, in tile order.
+    tiles: Vec<TileOverlap>,
+    /// The next tile of `tiles` to load.
+    next: usize,
+    cells: TileCells,
+    /// Readers by field slot.
+    readers: Vec<Option<FieldReader>>,
+    /// Cells must be filtered by their timestamps (the fragment's range is only partly open).
+    partial_ts: bool,
+    /// Whether the fragment stores per-cell timestamps.
+    has_ts: bool,
+    /// Whether the fragment stores delete timestamps.
+    has_dt: bool,
+    /// Start of the fragment's time range.
+    t1: u64,
+}
+
+/// Comparison keys of the selected cells of a tile, indexed by selection position.
+#[derive(Debug, Default)]
+struct Keys {
+    hilbert: Vec<u64>,
+    /// `tiles[k * tile_dims + j]`: tile index of the j-th tiled dimension, in tile order.
+    tiles: Vec<u64>,
+    /// `coords[k * fixed_dims + j]`: order key of the j-th fixed-size dimension.
+    coords: Vec<u64>,
+}
+
+/// A tile loaded for a read.
+#[derive(Debug)]
+struct LoadedTile {
+    /// Index in `SparseReader::frags`.
+    frag: usize,
+    /// Decoded fields by slot.
+    fields: Vec<Option<Arc<DecodedTile>>>,
+    /// The selected cells (inside the subarray and the open time range), ascending.
+    sel: Vec<u32>,
+    keys: Keys,
+}
+
+/// One result cell: a loaded tile and a position in its selection.
+type CellRef = (Arc<LoadedTile>, usize);
+
+/// The loaded tiles of one fragment still to be consumed, and the position in the first.
+#[derive(Debug, Default)]
+struct Cursor {
+    tiles: VecDeque<Arc<LoadedTile>>,
+    k: usize,
+}
+
+impl Cursor {
+    fn current(&self) -> Option<CellRef> {
+        self.tiles.front().map(|t| (t.clone(), self.k))
+    }
+
+    fn advance(&mut self) {
+        if let Some(t) = self.tiles.front() {
+            self.k += 1;
+            if self.k >= t.sel.len() {
+                self.tiles.pop_front();
+                self.k = 0;
+            }
+        }
+    }
+}
+
+/// What a read compares cells with.
+#[derive(Debug)]
+struct Cmp {
+    order: GlobalOrder,
+    /// Slot of each dimension's field.
+    dim_slots: Vec<usize>,
+    /// Position of each fixed-size dimension among the fixed ones.
+    fixed_pos: Vec<Option<usize>>,
+    fixed_dims: usize,
+    /// Tiled dimensions, in tile order.
+    tile_dims: Vec<usize>,
+    /// Slot of the timestamps field.
+    ts_slot: usize,
+}
+
+impl Cmp {
+    fn dim(&self, d: usize, a: &LoadedTile, ka: usize, b: &LoadedTile, kb: usize) -> Ordering {
+        match self.fixed_pos[d] {
+            Some(j) => {
+                let n = self.fixed_dims;
+                a.keys.coords[ka * n + j].cmp(&b.keys.coords[kb * n + j])
+            }
+            None => {
+                let slot = self.dim_slots[d];
+                let (Some(ta), Some(tb)) = (&a.fields[slot], &b.fields[slot]) else {
+                    return Ordering::Equal;
+                };
+                cmp_bytes(ta.cell(a.sel[ka] as usize), tb.cell(b.sel[kb] as usize))
+            }
+        }
+    }
+
+    /// Global order (tile order then cell order, or Hilbert then row-major).
+    fn global(&self, a: &LoadedTile, ka: usize, b: &LoadedTile, kb: usize) -> Ordering {
+        if self.order.is_hilbert() {
+            let o = a.keys.hilbert[ka].cmp(&b.keys.hilbert[kb]);
+            if o != Ordering::Equal {
+                return o;
+            }
+            for d in 0..self.order.dims.len() {
+                let o = self.dim(d, a, ka, b, kb);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            return Ordering::Equal;
+        }
+        let nt = self.tile_dims.len();
+        for j in 0..nt {
+            let o = a.keys.tiles[ka * nt + j].cmp(&b.keys.tiles[kb * nt + j]);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        for d in self.order.cell_dims() {
+            let o = self.dim(d, a, ka, b, kb);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    }
+
+    /// Row-major or col-major order of coordinates.
+    fn layout(&self, col: bool, a: &LoadedTile, ka: usize, b: &LoadedTile, kb: usize) -> Ordering {
+        let n = self.order.dims.len();
+        for i in 0..n {
+            let d = if col { n - 1 - i } else { i };
+            let o = self.dim(d, a, ka, b, kb);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    }
+
+    /// The (timestamp, fragment position) a cell wins duplicates with.
+    fn priority(&self, frags: &[SFrag], t: &LoadedTile, k: usize) -> (u64, usize) {
+        let f = &frags[t.frag];
+        let ts = if f.has_ts {
+            t.fields[self.ts_slot]
+                .as_ref()
+                .map_or(f.t1, |tile| u64_at(&tile.data, t.sel[k] as usize))
+        } else {
+            f.t1
+        };
+        (ts, f.order)
+    }
+}
+
+fn u64_at(data: &[u8], i: usize) -> u64 {
+    let b = &data[i * 8..i * 8 + 8];
+    u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
+/// A sparse read in progress.
+#[derive(Debug)]
+pub(crate) struct SparseReader<'a> {
+    array: &'a Array,
+    mode: Mode,
+    layout: Layout,
+    dims: Vec<DimType>,
+    /// Sorted, merged ranges per dimension.
+    ranges: Vec<Vec<Range>>,
+    /// Order keys of the ranges of fixed-size dimensions.
+    range_keys: Vec<Vec<(u64, u64)>>,
+    frags: Vec<SFrag>,
+    out: Vec<OutField>,
+    /// Field slot of each output field.
+    out_slots: Vec<usize>,
+    /// The fields read, by slot.
+    qfields: Vec<QField>,
+    cmp: Cmp,
+    allows_dups: bool,
+    /// Slot of the delete timestamps field.
+    dt_slot: usize,
+    open: (u64, u64),
+    budget: Option<u64>,
+    started: bool,
+    cursors: Vec<Cursor>,
+    heap: Vec<usize>,
+    /// Results decided but not yet returned.
+    queue: VecDeque<CellRef>,
+    /// Concatenation: the fragment being read.
+    concat_frag: usize,
+    /// Sorting: every result, and the next to return.
+    sorted: Option<(Vec<CellRef>, usize)>,
+    /// A cell taken for a batch that was full.
+    pending: Option<CellRef>,
+}
+
+impl<'a> SparseReader<'a> {
+    /// Prepares a sparse read of `out` over `subarray` in `layout`. Multi-range subarrays
+    /// return each cell once, in any layout (libtiledb refuses them in global order; cli.md
+    /// asks for them).
+    ///
+    /// # Errors
+    /// Storage and metadata errors loading R-trees and tile offsets;
+    /// [`Error::Unsupported`] when delete or update commits apply.
+    pub(crate) fn new(
+        array: &'a Array,
+        subarray: &Subarray,
+        out: Vec<OutField>,
+        layout: Layout,
+        budget: Option<u64>,
+    ) -> Result<Self> {
+        let schema = array.schema();
+        let dims = dim_types(schema);
+        let ranges = subarray.sorted_merged(&dims);
+        let range_keys: Vec<Vec<(u64, u64)>> = ranges
+            .iter()
+            .zip(&dims)
+            .map(|(rs, dt)| {
+                if dt.var {
+                    Vec::new()
+                } else {
+                    rs.iter()
+                        .map(|r| (ord_key(dt.datatype, &r.low), ord_key(dt.datatype, &r.high)))
+                        .collect()
+                }
+            })
+            .collect();
+        // The bounding box of the subarray (ranges are sorted and disjoint).
+        let bbox = Mbr(ranges
+            .iter()
+            .map(|rs| Range::new(rs[0].low.clone(), rs[rs.len() - 1].high.clone()))
+            .collect());
+        let order = GlobalOrder::new(schema);
+        let allows_dups = schema.allows_duplicates;
+        let open = array.timestamp_range();
+        let storage = array.storage().as_ref();
+
+        // Fragments meeting the subarray, with their tiles.
+        let candidates: Vec<(usize, &Arc<Fragment>)> = array
+            .fragments()
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| {
+                f.footer().non_empty_domain.as_ref().is_some_and(|ned| ned.overlaps(&dims, &bbox))
+            })
+            .collect();
+        for (_, f) in &candidates {
+            if f.footer().dense {
+                return Err(Error::Corrupt {
+                    file: f.dir(),
+                    reason: "a dense fragment in a sparse array".into(),
+                });
+            }
+        }
+        let tiles: Vec<Vec<TileOverlap>> = candidates
+            .par_iter()
+            .map(|(_, f)| Ok(f.rtree(storage)?.query(&dims, &ranges)))
+            .collect::<Result<_>>()?;
+        let mut used: Vec<(usize, Arc<Fragment>, Vec<TileOverlap>)> = candidates
+            .into_iter()
+            .zip(tiles)
+            .filter(|(_, t)| !t.is_empty())
+            .map(|((o, f), t)| (o, f.clone(), t))
+            .collect();
+
+        unapplied_deletes(array, &used)?;
+
+        // The mode.
+        let any_ts = used.iter().any(|(_, f, _)| f.footer().has_timestamps);
+        let mode = match layout {
+            Layout::RowMajor | Layout::ColMajor => Mode::Sort,
+            Layout::GlobalOrder => {
+                if used.len() <= 1 && !any_ts {
+                    Mode::Concat
+                } else {
+                    Mode::Merge
+                }
+            }
+            _ => {
+                if allows_dups || (!any_ts && disjoint(&dims, &used)) {
+                    Mode::Concat
+                } else {
+                    Mode::Merge
+                }
+            }
+        };
+        let dedup = !allows_dups && mode != Mode::Concat;
+
+        // The fields to read, by slot: dimensions, timestamps, delete timestamps, attributes.
+        let dim_num = schema.dimensions.len();
+        let mut qfields: Vec<QField> = (0..dim_num).map(QField::Dim).collect();
+        let ts_slot = qfields.len();
+        qfields.push(QField::Timestamps);
+        let dt_slot = qfields.len();
+        qfields.push(QField::DeleteTimestamps);
+        let mut out_slots = Vec::with_capacity(out.len());
+        for f in &out {
+            match f.source {
+                Source::Dim(d) => out_slots.push(d),
+                Source::Attr(a) => {
+                    let q = QField::Attr(a);
+                    let slot = qfields.iter().position(|x| *x == q).unwrap_or_else(|| {
+                        qfields.push(q);
+                        qfields.len() - 1
+                    });
+                    out_slots.push(slot);
+                }
+            }
+        }
+        let (start, end) = open;
+        let built: Vec<SFrag> = used
+            .par_drain(..)
+            .map(|(o, f, tiles)| {
+                let footer = f.footer();
+                let (t1, t2) = f.name().timestamp_range();
+                let has_ts = footer.has_timestamps;
+                let partial_ts = has_ts && !(start <= t1 && t2 <= end);
+                // Coordinates are read to compare cells, to check cells of tiles partly in the
+                // subarray, or to return them.
+                let coords_needed = mode != Mode::Concat || tiles.iter().any(|t| !t.full);
+                let readers = qfields
+                    .iter()
+                    .enumerate()
+                    .map(|(slot, &q)| {
+                        let needed = match q {
+                            QField::Dim(_) => coords_needed || out_slots.contains(&slot),
+                            QField::Attr(_) => true,
+                            QField::Timestamps => has_ts && (partial_ts || dedup),
+                            QField::DeleteTimestamps => footer.has_delete_meta,
+                        };
+                        if needed { FieldReader::new(storage, &f, schema, q) } else { Ok(None) }
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(SFrag {
+                    order: o,
+                    tiles,
+                    next: 0,
+                    cells: TileCells::of(&f)?,
+                    readers,
+                    partial_ts,
+                    has_ts,
+                    has_dt: footer.has_delete_meta,
+                    t1,
+                })
+            })
+            .collect::<Result<_>>()?;
+
+        let mut fixed_pos = Vec::with_capacity(dim_num);
+        let mut fixed_dims = 0;
+        for d in &dims {
+            if d.var {
+                fixed_pos.push(None);
+            } else {
+                fixed_pos.push(Some(fixed_dims));
+                fixed_dims += 1;
+            }
+        }
+        let cmp = Cmp {
+            tile_dims: order.tile_dims(),
+            order,
+            dim_slots: (0..dim_num).collect(),
+            fixed_pos,
+            fixed_dims,
+            ts_slot,
+        };
+        let cursors = built.iter().map(|_| Cursor::default()).collect();
+        Ok(SparseReader {
+            array,
+            mode,
+            layout,
+            dims,
+            ranges,
+            range_keys,
+            frags: built,
+            out,
+            out_slots,
+            qfields,
+            cmp,
+            allows_dups,
+            dt_slot,
+            open,
+            budget,
+            started: false,
+            cursors,
+            heap: Vec::new(),
+            queue: VecDeque::new(),
+            concat_frag: 0,
+            sorted: None,
+            pending: None,
+        })
+    }
+
+    /// Whether the mode compares cells (keys and all dimensions needed).
+    fn needs_keys(&self) -> bool {
+        self.mode != Mode::Concat
+    }
+
+    /// Loads the next window of tiles of each fragment in `which` into its cursor.
+    fn load_windows(&mut self, which: &[usize]) -> Result<()> {
+        let unbounded = self.budget.is_none() || self.mode == Mode::Sort;
+        let per_frag =
+            self.budget.map_or(u64::MAX, |b| (b / self.frags.len().max(1) as u64).max(1));
+        // (fragment, tile overlap)
+        let mut window: Vec<(usize, TileOverlap)> = Vec::new();
+        for &f in which {
+            let frag = &mut self.frags[f];
+            let mut used = 0u64;
+            while frag.next < frag.tiles.len() {
+                let ov = frag.tiles[frag.next];
+                let cells = frag.cells.get(ov.tile);
+                let size: u64 =
+                    frag.readers.iter().flatten().map(|r| r.decoded_size(ov.tile, cells)).sum();
+                if !unbounded && used > 0 && used + size > per_frag {
+                    break;
+                }
+                used += size;
+                window.push((f, ov));
+                frag.next += 1;
+            }
+        }
+        let loaded = self.load(&window)?;
+        for t in loaded {
+            self.cursors[t.frag].tiles.push_back(Arc::new(t));
+        }
+        Ok(())
+    }
+
+    /// Loads the tiles of `window`: selection, then the fields of tiles with selected cells,
+    /// then comparison keys. Tiles without selected cells are dropped.
+    fn load(&self, window: &[(usize, TileOverlap)]) -> Result<Vec<LoadedTile>> {
+        let storage = self.array.storage().as_ref();
+        let nslots = self.qfields.len();
+        let dim_num = self.dims.len();
+        let mut tiles: Vec<LoadedTile> = window
+            .iter()
+            .map(|&(f, _)| LoadedTile {
+                frag: f,
+                fields: vec![None; nslots],
+                sel: Vec::new(),
+                keys: Keys::default(),
+            })
+            .collect();
+        // Phase A: coordinates and timestamps of tiles whose cells must be checked.
+        let ts_slot = self.cmp.ts_slot;
+        let mut jobs: Vec<TileJob<'_>> = Vec::new();
+        let mut dest: Vec<(usize, usize)> = Vec::new();
+        let needs_check: Vec<bool> =
+            window.iter().map(|&(f, ov)| !ov.full || self.frags[f].partial_ts).collect();
+        for (i, &(f, ov)) in window.iter().enumerate() {
+            if !needs_check[i] {
+                continue;
+            }
+            let frag = &self.frags[f];
+            let cells = frag.cells.get(ov.tile);
+            let mut slots: Vec<usize> = Vec::new();
+            if !ov.full {
+                slots.extend(0..dim_num);
+            }
+            if frag.partial_ts {
+                slots.push(ts_slot);
+            }
+            for s in slots {
+                if let Some(r) = &frag.readers[s] {
+                    jobs.push(TileJob { reader: r, tile: ov.tile, cells });
+                    dest.push((i, s));
+                }
+            }
+        }
+        for ((i, s), t) in dest.into_iter().zip(load_tiles(storage, &jobs)?) {
+            tiles[i].fields[s] = Some(t);
+        }
+        tiles.par_iter_mut().zip(window.par_iter()).zip(needs_check.par_iter()).for_each(
+            |((t, &(f, ov)), &check)| {
+                let cells = self.frags[f].cells.get(ov.tile) as u32;
+                t.sel = if check { self.select(t, &ov, cells) } else { (0..cells).collect() };
+            },
+        );
+        // Phase B: every other field of the tiles with selected cells.
+        let mut jobs: Vec<TileJob<'_>> = Vec::new();
+        let mut dest: Vec<(usize, usize)> = Vec::new();
+        let keys = self.needs_keys();
+        for (i, &(f, ov)) in window.iter().enumerate() {
+            if tiles[i].sel.is_empty() {
+                continue;
+            }
+            let frag = &self.frags[f];
+            let cells = frag.cells.get(ov.tile);
+            for (s, r) in frag.readers.iter().enumerate() {
+                let Some(r) = r else { continue };
+                if tiles[i].fields[s].is_some() {
+                    continue;
+                }
+                let wanted = match self.qfields[s] {
+                    QField::Dim(_) => keys || self.out_slots.contains(&s),
+                    _ => true,
+                };
+                if wanted {
+                    jobs.push(TileJob { reader: r, tile: ov.tile, cells });
+                    dest.push((i, s));
+                }
+            }
+        }
+        for ((i, s), t) in dest.into_iter().zip(load_tiles(storage, &jobs)?) {
+            tiles[i].fields[s] = Some(t);
+        }
+        tiles.retain(|t| !t.sel.is_empty());
+        if keys {
+            tiles.par_iter_mut().for_each(|t| self.compute_keys(t));
+        }
+        Ok(tiles)
+    }
+
+    /// The cells of a tile inside the subarray (when `ov` is partial) and the open time range
+    /// (when the fragment's range is only partly open).
+    fn select(&self, t: &LoadedTile, ov: &TileOverlap, cells: u32) -> Vec<u32> {
+        let frag = &self.frags[t.frag];
+        let mut keep = vec![true; cells as usize];
+        if !ov.full {
+            for (d, dt) in self.dims.iter().enumerate() {
+                let Some(tile) = &t.fields[d] else { continue };
+                let ranges = &self.ranges[d];
+                if dt.var {
+                    for (c, k) in keep.iter_mut().enumerate() {
+                        if *k {
+                            let v = tile.cell(c);
+                            *k = ranges.iter().any(|r| {
+                                cmp_bytes(v, &r.low) != Ordering::Less
+                                    && cmp_bytes(v, &r.high) != Ordering::Greater
+                            });
+                        }
+                    }
+                } else {
+                    let keys = &self.range_keys[d];
+                    let size = dt.datatype.size();
+                    for (c, k) in keep.iter_mut().enumerate() {
+                        if *k {
+                            let v = ord_key(dt.datatype, &tile.data[c * size..(c + 1) * size]);
+                            *k = in_ranges(keys, v);
+                        }
+                    }
+                }
+            }
+        }
+        if frag.partial_ts
+            && let Some(ts) = &t.fields[self.cmp.ts_slot]
+        {
+            let (start, end) = self.open;
+            for (c, k) in keep.iter_mut().enumerate() {
+                if *k {
+                    let v = u64_at(&ts.data, c);
+                    *k = start <= v && v <= end;
+                }
+            }
+        }
+        keep.iter().enumerate().filter(|(_, k)| **k).map(|(c, _)| c as u32).collect()
+    }
+
+    /// Computes the comparison keys of the selected cells of `t`.
+    fn compute_keys(&self, t: &mut LoadedTile) {
+        let order = &self.cmp.order;
+        let n = t.sel.len();
+        let dim_tiles: Vec<Option<&Arc<DecodedTile>>> =
+            (0..self.dims.len()).map(|d| t.fields[d].as_ref()).collect();
+        let mut keys = Keys::default();
+        if self.cmp.fixed_dims > 0 {
+            keys.coords.reserve(n * self.cmp.fixed_dims);
+        }
+        let hilbert = order.is_hilbert() && self.mode == Mode::Merge;
+        let tiled = !order.is_hilbert() && self.mode == Mode::Merge;
+        let mut coords: Vec<&[u8]> = Vec::with_capacity(self.dims.len());
+        for &c in &t.sel {
+            let c = c as usize;
+            for (d, dt) in self.dims.iter().enumerate() {
+                if !dt.var {
+                    let v = dim_tiles[d].map_or(&[][..], |x| x.cell(c));
+                    keys.coords.push(if v.is_empty() { 0 } else { ord_key(dt.datatype, v) });
+                }
+            }
+            if hilbert {
+                coords.clear();
+                coords.extend(dim_tiles.iter().map(|x| x.map_or(&[][..], |x| x.cell(c))));
+                keys.hilbert.push(order.hilbert_value(&coords));
+            }
+            if tiled {
+                for &d in &self.cmp.tile_dims {
+                    let dim = &order.dims[d];
+                    if let (Some((lo, ext)), Some(x)) = (&dim.tiling, dim_tiles[d]) {
+                        keys.tiles.push(tile_index(dim.datatype, x.cell(c), lo, ext));
+                    } else {
+                        keys.tiles.push(0);
+                    }
+                }
+            }
+        }
+        t.keys = keys;
+    }
+
+    /// Whether a cell that won deduplication (or any cell, with duplicates) is returned: it
+    /// was not deleted at or before the open time by a consolidation that kept it
+    /// (libtiledb's delete-timestamps condition: `dt > open_end`, or `>=` when the open end is
+    /// `u64::MAX`). Query conditions and delete commits will apply here too.
+    fn keep_after_dedup(&self, t: &LoadedTile, k: usize) -> bool {
+        let frag = &self.frags[t.frag];
+        if !frag.has_dt {
+            return true;
+        }
+        let Some(dt) = &t.fields[self.dt_slot] else { return true };
+        let v = u64_at(&dt.data, t.sel[k] as usize);
+        let end = self.open.1;
+        if end == u64::MAX { v >= end } else { v > end }
+    }
+
+    /// Starts the read: loads the first windows.
+    fn start(&mut self) -> Result<()> {
+        self.started = true;
+        match self.mode {
+            Mode::Concat if self.budget.is_none() => {
+                // Everything at once: all fragments' tiles fetched and decoded together.
+                let all: Vec<usize> = (0..self.frags.len()).collect();
+                self.load_windows(&all)
+            }
+            Mode::Concat => Ok(()),
+            Mode::Merge => {
+                let all: Vec<usize> = (0..self.frags.len()).collect();
+                self.load_windows(&all)?;
+                for f in 0..self.frags.len() {
+                    self.ensure(f)?;
+                    if !self.cursors[f].tiles.is_empty() {
+                        self.heap_push(f);
+                    }
+                }
+                Ok(())
+            }
+            Mode::Sort => {
+                let all: Vec<usize> = (0..self.frags.len()).collect();
+                self.load_windows(&all)?;
+                let mut cells: Vec<CellRef> = Vec::new();
+                for c in &mut self.cursors {
+                    for t in c.tiles.drain(..) {
+                        cells.extend((0..t.sel.len()).map(|k| (t.clone(), k)));
+                    }
+                }
+                let col = self.layout == Layout::ColMajor;
+                let cmp = &self.cmp;
+                let frags = &self.frags;
+                let dedup = !self.allows_dups;
+                cells.par_sort_by(|(a, ka), (b, kb)| {
+                    cmp.layout(col, a, *ka, b, *kb).then_with(|| {
+                        // Winners first among equal coordinates; with duplicates, newest
+                        // fragment first.
+                        let pa = cmp.priority(frags, a, *ka);
+                        let pb = cmp.priority(frags, b, *kb);
+                        if dedup { pb.cmp(&pa) } else { pb.1.cmp(&pa.1) }
+                    })
+                });
+                if dedup {
+                    cells.dedup_by(|(b, kb), (a, ka)| cmp.layout(col, a, *ka, b, *kb).is_eq());
+                }
+                cells.retain(|(t, k)| self.keep_after_dedup(t, *k));
+                self.sorted = Some((cells, 0));
+                Ok(())
+            }
+        }
+    }
+
+    /// Makes sure fragment `f`'s cursor has a tile, loading its next window if needed.
+    fn ensure(&mut self, f: usize) -> Result<()> {
+        while self.cursors[f].tiles.is_empty() && self.frags[f].next < self.frags[f].tiles.len() {
+            self.load_windows(&[f])?;
+        }
+        Ok(())
+    }
+
+    fn heap_less(&self, a: usize, b: usize) -> bool {
+        let (Some(ta), Some(tb)) = (self.cursors[a].tiles.front(), self.cursors[b].tiles.front())
+        else {
+            return false;
+        };
+        match self.cmp.global(ta, self.cursors[a].k, tb, self.cursors[b].k) {
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            // Newer fragments first among equal coordinates.
+            Ordering::Equal => self.frags[a].order > self.frags[b].order,
+        }
+    }
+
+    fn heap_push(&mut self, c: usize) {
+        self.heap.push(c);
+        let mut i = self.heap.len() - 1;
+        while i > 0 {
+            let p = (i - 1) / 2;
+            if self.heap_less(self.heap[i], self.heap[p]) {
+                self.heap.swap(i, p);
+                i = p;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn heap_pop(&mut self) -> Option<usize> {
+        if self.heap.is_empty() {
+            return None;
+        }
+        let last = self.heap.len() - 1;
+        self.heap.swap(0, last);
+        let top = self.heap.pop();
+        let n = self.heap.len();
+        let mut i = 0;
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if l < n && self.heap_less(self.heap[l], self.heap[m]) {
+                m = l;
+            }
+            if r < n && self.heap_less(self.heap[r], self.heap[m]) {
+                m = r;
+            }
+            if m == i {
+                break;
+            }
+            self.heap.swap(i, m);
+            i = m;
+        }
+        top
+    }
+
+    /// Advances cursor `c` past its current cell, loading more tiles when needed.
+    fn step(&mut self, c: usize) -> Result<()> {
+        self.cursors[c].advance();
+        self.ensure(c)
+    }
+
+    /// Merges the next group of cells with equal coordinates into the queue.
+    fn merge_next(&mut self) -> Result<bool> {
+        let Some(c) = self.heap_pop() else { return Ok(false) };
+        let Some(first) = self.cursors[c].current() else { return Ok(false) };
+        let mut group: Vec<CellRef> = vec![first.clone()];
+        let same = |s: &Self, x: &CellRef| s.cmp.global(&first.0, first.1, &x.0, x.1).is_eq();
+        self.step(c)?;
+        // Equal coordinates later in the same fragment (consolidated with timestamps, or
+        // duplicates).
+        while let Some(x) = self.cursors[c].current() {
+            if !same(self, &x) {
+                break;
+            }
+            group.push(x);
+            self.step(c)?;
+        }
+        if self.cursors[c].current().is_some() {
+            self.heap_push(c);
+        }
+        // Equal coordinates in other fragments.
+        while let Some(&top) = self.heap.first() {
+            let Some(x) = self.cursors[top].current() else { break };
+            if !same(self, &x) {
+                break;
+            }
+            let top = self.heap_pop().unwrap_or(top);
+            while let Some(x) = self.cursors[top].current() {
+                if !same(self, &x) {
+                    break;
+                }
+                group.push(x);
+                self.step(top)?;
+            }
+            if self.cursors[top].current().is_some() {
+                self.heap_push(top);
+            }
+        }
+        if self.allows_dups {
+            // Newest fragment first, stored order within a fragment.
+            let frags = &self.frags;
+            group.sort_by(|(a, _), (b, _)| frags[b.frag].order.cmp(&frags[a.frag].order));
+            for x in group {
+                if self.keep_after_dedup(&x.0, x.1) {
+                    self.queue.push_back(x);
+                }
+            }
+        } else {
+            let mut best = 0;
+            let mut best_p = self.cmp.priority(&self.frags, &group[0].0, group[0].1);
+            for (i, (t, k)) in group.iter().enumerate().skip(1) {
+                let p = self.cmp.priority(&self.frags, t, *k);
+                if p > best_p {
+                    best = i;
+                    best_p = p;
+                }
+            }
+            let (t, k) = group.swap_remove(best);
+            if self.keep_after_dedup(&t, k) {
+                self.queue.push_back((t, k));
+            }
+        }
+        Ok(true)
+    }
+
+    /// Concatenation: queues the cells of the next tile.
+    fn concat_next(&mut self) -> Result<bool> {
+        loop {
+            let f = self.concat_frag;
+            if f >= self.frags.len() {
+                return Ok(false);
+            }
+            self.ensure(f)?;
+            let Some(t) = self.cursors[f].tiles.pop_front() else {
+                self.concat_frag += 1;
+                continue;
+            };
+            for k in 0..t.sel.len() {
+                if self.keep_after_dedup(&t, k) {
+                    self.queue.push_back((t.clone(), k));
+                }
+            }
+            return Ok(true);
+        }
+    }
+
+    /// The next result cell.
+    fn next_cell(&mut self) -> Result<Option<CellRef>> {
+        if !self.started {
+            self.start()?;
+        }
+        if let Some(c) = self.pending.take() {
+            return Ok(Some(c));
+        }
+        if let Some((cells, i)) = &mut self.sorted {
+            let c = cells.get(*i).cloned();
+            *i += 1;
+            return Ok(c);
+        }
+        loop {
+            if let Some(c) = self.queue.pop_front() {
+                return Ok(Some(c));
+            }
+            let more = match self.mode {
+                Mode::Concat => self.concat_next()?,
+                _ => self.merge_next()?,
+            };
+            if !more {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Result bytes of one cell.
+    fn cell_bytes(&self, t: &LoadedTile, k: usize) -> u64 {
+        let c = t.sel[k] as usize;
+        self.out
+            .iter()
+            .zip(&self.out_slots)
+            .map(|(f, &s)| {
+                let mut b = f.fixed_bytes_per_cell();
+                if f.is_var() {
+                    b += match &t.fields[s] {
+                        Some(x) => x.cells_range(c, 1).len() as u64,
+                        None => f.fill.len() as u64,
+                    };
+                }
+                b
+            })
+            .sum()
+    }
+
+    /// Appends the next batch to `out` (whose columns are those of the read); `false` when
+    /// every cell was returned.
+    ///
+    /// # Errors
+    /// Storage errors and tiles that do not decode.
+    pub(crate) fn next_batch(&mut self, out: &mut ReadResult) -> Result<bool> {
+        let mut cells: Vec<CellRef> = Vec::new();
+        let mut used = 0u64;
+        loop {
+            let Some(c) = self.next_cell()? else { break };
+            if let Some(budget) = self.budget {
+                let b = self.cell_bytes(&c.0, c.1);
+                if !cells.is_empty() && used + b > budget {
+                    self.pending = Some(c);
+                    break;
+                }
+                used += b;
+            }
+            cells.push(c);
+        }
+        if cells.is_empty() {
+            return Ok(false);
+        }
+        self.build(&cells, out);
+        Ok(true)
+    }
+
+    /// Appends `cells` to the columns of `out`.
+    fn build(&self, cells: &[CellRef], out: &mut ReadResult) {
+        // Distinct tiles, in order of appearance.
+        let mut slot_of: HashMap<*const LoadedTile, u32> = HashMap::new();
+        let mut tiles: Vec<&Arc<LoadedTile>> = Vec::new();
+        let mut refs: Vec<(u32, u32)> = Vec::with_capacity(cells.len());
+        let mut last: Option<(*const LoadedTile, u32)> = None;
+        for (t, k) in cells {
+            let p = Arc::as_ptr(t);
+            let slot = match last {
+                Some((lp, s)) if lp == p => s,
+                _ => {
+                    let s = *slot_of.entry(p).or_insert_with(|| {
+                        tiles.push(t);
+                        (tiles.len() - 1) as u32
+                    });
+                    last = Some((p, s));
+                    s
+                }
+            };
+            refs.push((slot, t.sel[*k]));
+        }
+        out.columns
+            .par_iter_mut()
+            .zip(self.out.par_iter().zip(self.out_slots.par_iter()))
+            .for_each(|(col, (f, &s))| {
+                let field_tiles: Vec<Option<Arc<DecodedTile>>> =
+                    tiles.iter().map(|t| t.fields[s].clone()).collect();
+                gather(f, col, &refs, &field_tiles);
+            });
+    }
+}
+
+/// Refuses reads that delete or update commits would change: libtiledb applies a visible
+/// commit stamped `T` to every fragment starting at or before `T`, unless a consolidation
+/// already applied it to that fragment (its marker is in the fragment's processed
+/// conditions). Evaluating their conditions comes with query conditions; until then such a
+/// read is an error rather than a result holding deleted cells.
+fn unapplied_deletes(
+    array: &Array,
+    frags: &[(usize, Arc<Fragment>, Vec<TileOverlap>)],
+) -> Result<()> {
+    let storage = array.storage().as_ref();
+    for d in &array.directory().deletes {
+        let t = d.name.t1();
+        let ext = match d.kind {
+            tessera_fragment::CommitKind::Update => "upd",
+            _ => "del",
+        };
+        let marker = d.name.with_extension(ext);
+        for (_, f, _) in frags {
+            if t < f.name().t1() {
+                continue;
+            }
+            if f.footer().has_delete_meta {
+                let part = f.part(storage, tessera_fragment::LazyPart::ProcessedConditions)?;
+                let done =
+                    tessera_fragment::ProcessedConditions::parse(&part).map_err(|source| {
+                        Error::Fragment {
+                            file: format!("{}/{}", f.dir(), crate::FRAGMENT_METADATA_FILE),
+                            source: Box::new(source),
+                        }
+                    })?;
+                if done.0.iter().any(|m| m.ends_with(&marker)) {
+                    continue;
+                }
+            }
+            return Err(Error::Unsupported(format!(
+                "the {} commit {marker} applies to fragment {}: reads applying delete and \
+                 update conditions are not implemented yet",
+                if ext == "upd" { "update" } else { "delete" },
+                f.name().as_str()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `v` lies in one of `ranges` (sorted, disjoint).
+fn in_ranges(ranges: &[(u64, u64)], v: u64) -> bool {
+    if ranges.len() <= 4 {
+        return ranges.iter().any(|&(lo, hi)| lo <= v && v <= hi);
+    }
+    let i = ranges.partition_point(|&(lo, _)| lo <= v);
+    i > 0 && v <= ranges[i - 1].1
+}
+
+/// Whether the non-empty domains of the fragments are pairwise disjoint (so no two can hold
+/// the same coordinates).
+fn disjoint(dims: &[DimType], frags: &[(usize, Arc<Fragment>, Vec<TileOverlap>)]) -> bool {
+    let neds: Vec<&Mbr> =
+        frags.iter().filter_map(|(_, f, _)| f.footer().non_empty_domain.as_ref()).collect();
+    for i in 0..neds.len() {
+        for j in i + 1..neds.len() {
+            if neds[i].overlaps(dims, neds[j]) {
+                return false;
+            }
+        }
+    }
+    true
+}

@@ -1,0 +1,489 @@
+//! Data tiles of fragments: where each tile of a field lies in its files, fetching many tiles
+//! at once with coalesced ranged reads ([`Storage::read_ranges`], one call per file, files in
+//! parallel), and decoding them on the rayon pool. Tiles stored without filters are handed
+//! out as slices of the bytes read, without copying.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rayon::prelude::*;
+use tessera_fragment::{Field, LazyPart};
+use tessera_schema::ArraySchema;
+use tessera_storage::Storage;
+use tessera_tile::{FramedTile, TileCodec, VarTileCodec};
+use tessera_types::Datatype;
+
+use crate::fragment::Fragment;
+use crate::{Error, Result};
+
+/// A field a query reads, named in the array's schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum QField {
+    /// Dimension `d` (sparse fragments only).
+    Dim(usize),
+    /// Attribute `a` of the array's schema (found by name in each fragment's schema).
+    Attr(usize),
+    /// Per-cell timestamps (`t.tdb`).
+    Timestamps,
+    /// Per-cell delete timestamps (`dt.tdb`).
+    DeleteTimestamps,
+}
+
+/// How the values of a field are decoded.
+#[derive(Debug)]
+enum Codec {
+    Fixed { codec: TileCodec, cell_size: u64 },
+    Var(VarTileCodec),
+}
+
+/// Everything needed to locate and decode the tiles of one field of one fragment.
+#[derive(Debug)]
+pub(crate) struct FieldReader {
+    data_file: String,
+    var_file: String,
+    validity_file: String,
+    codec: Codec,
+    validity: Option<TileCodec>,
+    offsets: Vec<u64>,
+    var_offsets: Vec<u64>,
+    var_sizes: Vec<u64>,
+    validity_offsets: Vec<u64>,
+    file_size: u64,
+    var_file_size: u64,
+    validity_file_size: u64,
+}
+
+/// Cells per tile of a fragment (`FragmentMetadata::cell_num(tile)`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TileCells {
+    dense_per_tile: Option<u64>,
+    capacity: u64,
+    last: u64,
+    /// Number of tiles.
+    pub(crate) tile_num: u64,
+}
+
+impl TileCells {
+    /// The cell counts of `fragment`'s tiles.
+    ///
+    /// # Errors
+    /// When the footer is inconsistent with the fragment's schema.
+    pub(crate) fn of(fragment: &Fragment) -> Result<Self> {
+        let schema = fragment.schema();
+        let footer = fragment.footer();
+        let err = |source| Error::Fragment {
+            file: format!("{}/{}", fragment.dir(), crate::FRAGMENT_METADATA_FILE),
+            source: Box::new(source),
+        };
+        let tile_num = footer.tile_num(schema).map_err(err)?;
+        let dense_per_tile = if footer.dense {
+            Some(tessera_fragment::Footer::dense_cell_num_per_tile(schema).map_err(err)?)
+        } else {
+            None
+        };
+        Ok(TileCells {
+            dense_per_tile,
+            capacity: schema.capacity,
+            last: footer.last_tile_cell_num,
+            tile_num,
+        })
+    }
+
+    /// Cells in tile `t`.
+    pub(crate) fn get(&self, t: u64) -> u64 {
+        match self.dense_per_tile {
+            Some(n) => n,
+            None if t + 1 == self.tile_num => self.last,
+            None => self.capacity,
+        }
+    }
+}
+
+impl FieldReader {
+    /// The reader of `field` in `fragment`, loading its tile offsets; `None` when the fragment
+    /// does not have the field (an attribute added by schema evolution after it was written,
+    /// timestamps it does not store).
+    ///
+    /// # Errors
+    /// Storage errors and corrupt metadata; [`Error::Unsupported`] when the fragment stores
+    /// an attribute of the same name with another type.
+    pub(crate) fn new(
+        storage: &dyn Storage,
+        fragment: &Fragment,
+        array_schema: &ArraySchema,
+        field: QField,
+    ) -> Result<Option<Self>> {
+        let schema = fragment.schema();
+        let footer = fragment.footer();
+        let version = footer.version;
+        // A pipeline that cannot run on the field (a filter Tessera does not implement).
+        let tile_err = |file: &str| {
+            let file = file.to_owned();
+            move |e: tessera_tile::Error| Error::Unsupported(format!("{file}: {e}"))
+        };
+        let (ffield, datatype, cell_val_num, pipeline, nullable) = match field {
+            QField::Dim(d) => {
+                let dim = &schema.dimensions[d];
+                (
+                    Field::Dimension(d),
+                    dim.datatype,
+                    dim.cell_val_num,
+                    schema.dimension_filters(dim),
+                    false,
+                )
+            }
+            QField::Attr(a) => {
+                let want = &array_schema.attributes[a];
+                let Some(i) = schema.attributes.iter().position(|x| x.name == want.name) else {
+                    return Ok(None);
+                };
+                let attr = &schema.attributes[i];
+                if attr.datatype != want.datatype || attr.cell_val_num != want.cell_val_num {
+                    return Err(Error::Unsupported(format!(
+                        "fragment {} stores attribute {:?} as {} x {}, the schema says {} x {}",
+                        fragment.name().as_str(),
+                        want.name,
+                        attr.datatype,
+                        attr.cell_val_num,
+                        want.datatype,
+                        want.cell_val_num
+                    )));
+                }
+                (
+                    Field::Attribute(i),
+                    attr.datatype,
+                    attr.cell_val_num,
+                    &attr.filters,
+                    attr.nullable,
+                )
+            }
+            QField::Timestamps if footer.has_timestamps => {
+                (Field::Timestamps, Datatype::UInt64, 1, &schema.coords_filters, false)
+            }
+            QField::DeleteTimestamps if footer.has_delete_meta => {
+                (Field::DeleteTimestamps, Datatype::UInt64, 1, &schema.coords_filters, false)
+            }
+            QField::Timestamps | QField::DeleteTimestamps => return Ok(None),
+        };
+        let layout = footer.layout(schema);
+        let idx = layout.idx(ffield).ok_or_else(|| {
+            Error::Unsupported(format!("fragment {} has no {ffield:?}", fragment.name().as_str()))
+        })?;
+        let dir = fragment.dir();
+        let stem = |name: Option<String>| format!("{dir}/{}", name.unwrap_or_default());
+        let data_file = stem(ffield.data_file());
+        let var_file = stem(ffield.var_file());
+        let validity_file = stem(ffield.validity_file());
+        let var = cell_val_num == tessera_types::CELL_VAL_NUM_VAR;
+        let codec = if var {
+            Codec::Var(
+                VarTileCodec::new(pipeline, &schema.offsets_filters, datatype, version)
+                    .map_err(tile_err(&var_file))?,
+            )
+        } else {
+            Codec::Fixed {
+                codec: TileCodec::fixed_data(pipeline, datatype, cell_val_num, version)
+                    .map_err(tile_err(&data_file))?,
+                cell_size: datatype.size() as u64 * u64::from(cell_val_num),
+            }
+        };
+        let validity = if nullable {
+            Some(
+                TileCodec::validity(&schema.validity_filters, version)
+                    .map_err(tile_err(&validity_file))?,
+            )
+        } else {
+            None
+        };
+        let list = |part| fragment.u64s(storage, part);
+        let offsets = list(LazyPart::TileOffsets(idx))?;
+        let (var_offsets, var_sizes) = if var {
+            (list(LazyPart::TileVarOffsets(idx))?, list(LazyPart::TileVarSizes(idx))?)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let validity_offsets =
+            if nullable { list(LazyPart::TileValidityOffsets(idx))? } else { Vec::new() };
+        let size = |v: &Vec<u64>| v.get(idx).copied().unwrap_or(0);
+        Ok(Some(FieldReader {
+            data_file,
+            var_file,
+            validity_file,
+            codec,
+            validity,
+            offsets,
+            var_offsets,
+            var_sizes,
+            validity_offsets,
+            file_size: size(&footer.file_sizes),
+            var_file_size: size(&footer.file_var_sizes),
+            validity_file_size: size(&footer.file_validity_sizes),
+        }))
+    }
+
+    /// Whether values are var-sized.
+    pub(crate) fn is_var(&self) -> bool {
+        matches!(self.codec, Codec::Var(_))
+    }
+
+    /// The unfiltered bytes of tile `t` holding `cells` cells: values, offsets and validity.
+    pub(crate) fn decoded_size(&self, t: u64, cells: u64) -> u64 {
+        let values = match &self.codec {
+            Codec::Fixed { cell_size, .. } => cells * cell_size,
+            Codec::Var(_) => cells * 8 + self.var_sizes.get(t as usize).copied().unwrap_or(0),
+        };
+        values + if self.validity.is_some() { cells } else { 0 }
+    }
+
+    /// Total var bytes over all tiles (for size estimates), `None` for fixed-size fields.
+    pub(crate) fn total_var_size(&self) -> Option<u64> {
+        self.is_var().then(|| self.var_sizes.iter().sum())
+    }
+
+    fn range_in(&self, file: &str, offsets: &[u64], file_size: u64, t: u64) -> Result<Range<u64>> {
+        let corrupt = |reason: String| Error::Corrupt { file: file.to_owned(), reason };
+        let i = t as usize;
+        let start = *offsets.get(i).ok_or_else(|| {
+            corrupt(format!("tile {t} has no offset ({} tiles listed)", offsets.len()))
+        })?;
+        let end = offsets.get(i + 1).copied().unwrap_or(file_size);
+        if start > end || end > file_size {
+            return Err(corrupt(format!(
+                "tile {t} spans bytes {start}..{end} of a {file_size}-byte file"
+            )));
+        }
+        Ok(start..end)
+    }
+}
+
+/// One decoded tile of one field.
+#[derive(Debug, Clone)]
+pub(crate) struct DecodedTile {
+    /// Fixed-size values, or the bytes of var-sized values.
+    pub(crate) data: Bytes,
+    /// Start offset of each var-sized cell in `data`.
+    pub(crate) offsets: Option<Vec<u64>>,
+    /// Validity byte of each cell (nullable attributes).
+    pub(crate) validity: Option<Bytes>,
+    /// Bytes per cell of a fixed-size field.
+    pub(crate) cell_size: usize,
+}
+
+impl DecodedTile {
+    /// The byte range of cells `first..first + n` in `data`.
+    #[inline]
+    pub(crate) fn cells_range(&self, first: usize, n: usize) -> Range<usize> {
+        match &self.offsets {
+            Some(o) => {
+                let start = o[first] as usize;
+                let end = o.get(first + n).map_or(self.data.len(), |&e| e as usize);
+                start..end
+            }
+            None => first * self.cell_size..(first + n) * self.cell_size,
+        }
+    }
+
+    /// The bytes of cell `i`.
+    #[inline]
+    pub(crate) fn cell(&self, i: usize) -> &[u8] {
+        &self.data[self.cells_range(i, 1)]
+    }
+}
+
+/// One tile to load: tile `tile` (holding `cells` cells) of a field.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TileJob<'a> {
+    /// The field's reader in the tile's fragment.
+    pub(crate) reader: &'a FieldReader,
+    /// The tile index in the fragment.
+    pub(crate) tile: u64,
+    /// Cells in the tile.
+    pub(crate) cells: u64,
+}
+
+/// Which file of a field a byte range belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Data,
+    Var,
+    Validity,
+}
+
+/// The byte ranges to read in one file: (job, part, range).
+type FileRanges = Vec<(usize, Part, Range<u64>)>;
+
+/// Fetches and decodes `jobs`: every byte range of a file is read with one
+/// [`Storage::read_ranges`] call (which coalesces nearby ranges), files in parallel; tiles are
+/// then decoded in parallel. The result is in the order of `jobs`.
+///
+/// # Errors
+/// Storage errors; [`Error::Tile`] naming the file, tile and byte range of a tile that does
+/// not decode; [`Error::Corrupt`] for offsets outside their file.
+pub(crate) fn load_tiles(
+    storage: &dyn Storage,
+    jobs: &[TileJob<'_>],
+) -> Result<Vec<Arc<DecodedTile>>> {
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Byte ranges by file.
+    let mut by_file: HashMap<&str, FileRanges> = HashMap::new();
+    for (j, job) in jobs.iter().enumerate() {
+        let r = job.reader;
+        let t = job.tile;
+        match &r.codec {
+            Codec::Fixed { .. } => {
+                let range = r.range_in(&r.data_file, &r.offsets, r.file_size, t)?;
+                by_file.entry(&r.data_file).or_default().push((j, Part::Data, range));
+            }
+            Codec::Var(_) => {
+                let range = r.range_in(&r.data_file, &r.offsets, r.file_size, t)?;
+                by_file.entry(&r.data_file).or_default().push((j, Part::Data, range));
+                let range = r.range_in(&r.var_file, &r.var_offsets, r.var_file_size, t)?;
+                by_file.entry(&r.var_file).or_default().push((j, Part::Var, range));
+            }
+        }
+        if r.validity.is_some() {
+            let range =
+                r.range_in(&r.validity_file, &r.validity_offsets, r.validity_file_size, t)?;
+            by_file.entry(&r.validity_file).or_default().push((j, Part::Validity, range));
+        }
+    }
+    let files: Vec<(&str, FileRanges)> = by_file.into_iter().collect();
+    let fetched: Vec<Vec<(usize, Part, u64, Bytes)>> = files
+        .par_iter()
+        .map(|(path, parts)| {
+            let ranges: Vec<Range<u64>> = parts.iter().map(|(_, _, r)| r.clone()).collect();
+            let bytes = storage.read_ranges(path, &ranges)?;
+            Ok(parts.iter().zip(bytes).map(|((j, p, r), b)| (*j, *p, r.start, b)).collect())
+        })
+        .collect::<Result<_>>()?;
+    #[derive(Default, Clone)]
+    struct Raw {
+        data: Option<(u64, Bytes)>,
+        var: Option<(u64, Bytes)>,
+        validity: Option<(u64, Bytes)>,
+    }
+    let mut raw = vec![Raw::default(); jobs.len()];
+    for (j, part, start, b) in fetched.into_iter().flatten() {
+        let slot = match part {
+            Part::Data => &mut raw[j].data,
+            Part::Var => &mut raw[j].var,
+            Part::Validity => &mut raw[j].validity,
+        };
+        *slot = Some((start, b));
+    }
+    jobs.par_iter()
+        .zip(raw.into_par_iter())
+        .map(|(job, raw)| decode_job(job, raw.data, raw.var, raw.validity).map(Arc::new))
+        .collect()
+}
+
+fn decode_job(
+    job: &TileJob<'_>,
+    data: Option<(u64, Bytes)>,
+    var: Option<(u64, Bytes)>,
+    validity: Option<(u64, Bytes)>,
+) -> Result<DecodedTile> {
+    let r = job.reader;
+    let t = job.tile;
+    let cells = job.cells;
+    let tile_err = |file: &str, start: u64, len: usize| {
+        let file = file.to_owned();
+        move |e: tessera_tile::Error| Error::Tile {
+            file,
+            tile: t,
+            offset: start,
+            end: start + len as u64,
+            source: Box::new(e.at_offset(start)),
+        }
+    };
+    let missing = |file: &str| Error::Corrupt {
+        file: file.to_owned(),
+        reason: format!("tile {t} was not read"),
+    };
+    let (dstart, dbytes) = data.ok_or_else(|| missing(&r.data_file))?;
+    let mut out = match &r.codec {
+        Codec::Fixed { codec, cell_size } => {
+            let expected = cells * cell_size;
+            let err = tile_err(&r.data_file, dstart, dbytes.len());
+            let data = decode_fixed(codec, dbytes, expected).map_err(err)?;
+            DecodedTile { data, offsets: None, validity: None, cell_size: *cell_size as usize }
+        }
+        Codec::Var(codec) => {
+            let (vstart, vbytes) = var.ok_or_else(|| missing(&r.var_file))?;
+            let var_size = r.var_sizes.get(t as usize).copied().ok_or_else(|| Error::Corrupt {
+                file: r.var_file.clone(),
+                reason: format!("tile {t} has no var size"),
+            })?;
+            let data_empty = codec.data_codec().pipeline_codec().is_empty();
+            if data_empty && !codec.is_string_path() {
+                // Borrow the values; decode only the offsets.
+                let oerr = tile_err(&r.data_file, dstart, dbytes.len());
+                let offsets =
+                    codec.offsets_codec().decode_exact(&dbytes, cells * 8).map_err(oerr)?;
+                let offsets: Vec<u64> = offsets
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+                    .collect();
+                let verr = tile_err(&r.var_file, vstart, vbytes.len());
+                let data = decode_fixed(codec.data_codec(), vbytes, var_size).map_err(verr)?;
+                check_offsets(&offsets, data.len() as u64).map_err(|reason| Error::Corrupt {
+                    file: r.data_file.clone(),
+                    reason: format!("tile {t}: {reason}"),
+                })?;
+                DecodedTile { data, offsets: Some(offsets), validity: None, cell_size: 0 }
+            } else {
+                let verr = tile_err(&r.var_file, vstart, vbytes.len());
+                let tile = codec.decode_exact(&dbytes, &vbytes, cells, var_size).map_err(verr)?;
+                DecodedTile {
+                    data: Bytes::from(tile.data),
+                    offsets: Some(tile.offsets),
+                    validity: None,
+                    cell_size: 0,
+                }
+            }
+        }
+    };
+    if let Some(vcodec) = &r.validity {
+        let (vstart, vbytes) = validity.ok_or_else(|| missing(&r.validity_file))?;
+        let err = tile_err(&r.validity_file, vstart, vbytes.len());
+        out.validity = Some(decode_fixed(vcodec, vbytes, cells).map_err(err)?);
+    }
+    Ok(out)
+}
+
+/// Decodes a tile to exactly `expected` bytes; a tile stored without filters in one chunk is
+/// returned as a slice of `bytes`.
+fn decode_fixed(codec: &TileCodec, bytes: Bytes, expected: u64) -> tessera_tile::Result<Bytes> {
+    if codec.pipeline_codec().is_empty() {
+        let framed = FramedTile::parse(bytes.clone())?;
+        if framed.num_chunks() == 1
+            && framed.orig_len() == expected
+            && let Some(c) = framed.chunk(0)
+            && c.metadata.is_empty()
+            && c.data.len() as u64 == expected
+        {
+            return Ok(framed.data_bytes(0).unwrap_or_default());
+        }
+        if framed.num_chunks() == 0 && expected == 0 {
+            return Ok(Bytes::new());
+        }
+    }
+    codec.decode_exact(&bytes, expected).map(Bytes::from)
+}
+
+fn check_offsets(offsets: &[u64], len: u64) -> std::result::Result<(), String> {
+    let mut prev = 0;
+    for (i, &o) in offsets.iter().enumerate() {
+        if o < prev || o > len {
+            return Err(format!(
+                "offset of cell {i} is {o} (previous {prev}, {len} bytes of values)"
+            ));
+        }
+        prev = o;
+    }
+    Ok(())
+}
