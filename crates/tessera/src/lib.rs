@@ -15,6 +15,10 @@
 //! tessera::create(&path, &schema)?;
 //! let array = tessera::open(&path)?;
 //! assert_eq!(array.schema().attributes[0].name, "a");
+//! // Nothing is written yet: a dense read of a subarray gives fill values (NaN for float64).
+//! let result = array.read().range_i64("rows", 1, 2).range_i64("cols", 1, 3).attributes(["a"]).execute()?;
+//! assert_eq!(result.cell_num(), 6);
+//! assert!(f64::from_le_bytes(result.column("a").unwrap().data[..8].try_into()?).is_nan());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
