@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
+mod aggregate_cmd;
 mod cells;
 mod fragments_cmd;
 mod meta_cmd;
@@ -63,6 +64,19 @@ enum Command {
         array: PathBuf,
         #[command(flatten)]
         args: read_cmd::ReadArgs,
+        /// Open the array as it was at this time (ms since the epoch).
+        #[arg(long, conflicts_with = "between")]
+        at: Option<u64>,
+        /// Open the array for the time range START:END (ms since the epoch).
+        #[arg(long, value_name = "START:END")]
+        between: Option<String>,
+    },
+    /// Aggregate the cells a read selects: count, sum, min, max, mean, null count.
+    Aggregate {
+        /// The array's folder.
+        array: PathBuf,
+        #[command(flatten)]
+        args: aggregate_cmd::AggregateArgs,
         /// Open the array as it was at this time (ms since the epoch).
         #[arg(long, conflicts_with = "between")]
         at: Option<u64>,
@@ -145,19 +159,12 @@ fn run(cli: Cli) -> Result<()> {
             println!("{text}");
         }
         Command::Read { array, args, at, between } => {
-            let opened = match between {
-                Some(b) => {
-                    let (s, e) = b.split_once(':').context("--between expects START:END")?;
-                    let (s, e) = (
-                        s.parse::<u64>().context("--between START")?,
-                        e.parse::<u64>().context("--between END")?,
-                    );
-                    tessera::open_between(&array, s, e)
-                        .with_context(|| array.display().to_string())?
-                }
-                None => open(&array, at)?,
-            };
+            let opened = open_in(&array, at, between.as_deref())?;
             read_cmd::run(&opened, &args).with_context(|| array.display().to_string())?;
+        }
+        Command::Aggregate { array, args, at, between } => {
+            let opened = open_in(&array, at, between.as_deref())?;
+            aggregate_cmd::run(&opened, &args).with_context(|| array.display().to_string())?;
         }
         Command::Meta { array, action, at, json } => {
             let opened = open(&array, at)?;
@@ -178,6 +185,19 @@ fn run(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Opens `array` for `--between START:END`, or as [`open`] does.
+fn open_in(
+    array: &std::path::Path,
+    at: Option<u64>,
+    between: Option<&str>,
+) -> Result<tessera::Array> {
+    let Some(b) = between else { return open(array, at) };
+    let (s, e) = b.split_once(':').context("--between expects START:END")?;
+    let (s, e) =
+        (s.parse::<u64>().context("--between START")?, e.parse::<u64>().context("--between END")?);
+    tessera::open_between(array, s, e).with_context(|| array.display().to_string())
 }
 
 /// Opens `array` now, or as it was at `at`.

@@ -70,7 +70,7 @@ pub(crate) fn run(array: &tessera::Array, action: MetaAction, json: bool) -> Res
         MetaAction::Put { key, value, datatype, timestamp } => {
             let dt = Datatype::from_name(&datatype)?;
             let parsed = match serde_json::from_str::<Json>(&value) {
-                Ok(j) if !(dt.is_string() && !j.is_string()) => j,
+                Ok(j) if !dt.is_string() || j.is_string() => j,
                 _ => Json::String(value.clone()),
             };
             let v = MetadataValue::from_json(dt, &parsed)

@@ -46,6 +46,10 @@ pub(crate) struct ReadArgs {
     /// The attributes to read, in this order (default: all).
     #[arg(long, value_delimiter = ',')]
     pub(crate) attrs: Option<Vec<String>>,
+    /// A query condition, e.g. `a > 5 and (b == 'x' or c is null)`: sparse cells failing it
+    /// are left out; dense ones come back with the fill value.
+    #[arg(long = "where", value_name = "EXPR")]
+    pub(crate) condition: Option<String>,
     /// The cell order.
     #[arg(long, value_enum)]
     pub(crate) layout: Option<LayoutArg>,
@@ -179,6 +183,9 @@ pub(crate) fn run(array: &Array, args: &ReadArgs) -> Result<()> {
     let mut q = with_ranges(schema, array.read(), &args.ranges)?;
     if let Some(attrs) = &args.attrs {
         q = q.attributes(attrs.iter().map(String::as_str));
+    }
+    if let Some(c) = &args.condition {
+        q = q.where_text(c);
     }
     if let Some(l) = layout(args.layout) {
         q = q.layout(l);

@@ -22,6 +22,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod aggregate;
 mod array;
 pub mod condition;
 mod directory;

@@ -32,8 +32,8 @@ use tessera_schema::{ArraySchema, Enumeration};
 use tessera_storage::Storage;
 use tessera_types::Datatype;
 
-use super::QueryCondition;
 use super::ast::{Form, Kind, Leaf, Node};
+use super::{ColumnView, QueryCondition};
 use crate::dirs;
 use crate::{Column, DeleteCommit, Error, Result};
 
@@ -180,9 +180,20 @@ impl DeleteCondition {
         columns: &dyn Fn(&str) -> Option<&'c Column>,
         keep: &mut [bool],
     ) -> Result<()> {
+        let views = |name: &str| columns(name).map(ColumnView::from);
+        self.apply_views(fragment, &views, keep)
+    }
+
+    /// [`DeleteCondition::apply`] over borrowed views (decoded tiles).
+    pub(crate) fn apply_views<'c>(
+        &self,
+        fragment: &FragmentDeleteInfo<'_>,
+        columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
+        keep: &mut [bool],
+    ) -> Result<()> {
         match self.applies_to(fragment) {
             DeleteApplies::No | DeleteApplies::AlreadyProcessed => Ok(()),
-            DeleteApplies::AllCells => self.stored.evaluate_and(columns, keep),
+            DeleteApplies::AllCells => self.stored.evaluate_views(columns, keep),
             DeleteApplies::CellsUpToTimestamp => {
                 if columns(TIMESTAMPS).is_none() {
                     return Err(Error::Condition {
@@ -193,7 +204,7 @@ impl DeleteCondition {
                         ),
                     });
                 }
-                self.timestamped.evaluate_and(columns, keep)
+                self.timestamped.evaluate_views(columns, keep)
             }
         }
     }
@@ -276,6 +287,18 @@ pub fn apply_deletes<'c>(
     columns: &dyn Fn(&str) -> Option<&'c Column>,
     keep: &mut [bool],
 ) -> Result<()> {
+    let views = |name: &str| columns(name).map(ColumnView::from);
+    apply_deletes_views(deletes, fragment, open_end, &views, keep)
+}
+
+/// [`apply_deletes`] over borrowed views (decoded tiles).
+pub(crate) fn apply_deletes_views<'c>(
+    deletes: &[DeleteCondition],
+    fragment: &FragmentDeleteInfo<'_>,
+    open_end: u64,
+    columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
+    keep: &mut [bool],
+) -> Result<()> {
     if fragment.has_delete_meta() {
         let dt = u64_column(columns, DELETE_TIMESTAMPS, keep.len())?;
         if open_end == u64::MAX {
@@ -285,13 +308,13 @@ pub fn apply_deletes<'c>(
         }
     }
     for d in deletes {
-        d.apply(fragment, columns, keep)?;
+        d.apply_views(fragment, columns, keep)?;
     }
     Ok(())
 }
 
 fn u64_column<'c>(
-    columns: &dyn Fn(&str) -> Option<&'c Column>,
+    columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
     name: &str,
     n: usize,
 ) -> Result<impl Iterator<Item = u64> + 'c> {
@@ -334,11 +357,13 @@ pub fn delete_marks<'c>(
     columns: &dyn Fn(&str) -> Option<&'c Column>,
     cell_num: usize,
 ) -> Result<DeleteMarks> {
+    let columns = |name: &str| columns(name).map(ColumnView::from);
+    let columns = &columns;
     let mut index = vec![u64::MAX; cell_num];
     let mut keep = vec![true; cell_num];
     for (i, d) in deletes.iter().enumerate() {
         keep.fill(true);
-        d.apply(fragment, columns, &mut keep)?;
+        d.apply_views(fragment, columns, &mut keep)?;
         for (x, &k) in index.iter_mut().zip(&keep) {
             if !k && *x == u64::MAX {
                 *x = i as u64;

@@ -21,8 +21,9 @@ use std::collections::HashSet;
 use tessera_fragment::ConditionOp;
 use tessera_types::Primitive;
 
+use super::ColumnView;
 use super::ast::{Kind, Leaf, Node};
-use crate::{Column, Error, Result};
+use crate::{Error, Result};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Comb {
@@ -37,7 +38,7 @@ fn err(message: String) -> Error {
 /// ANDs the value of `node` on the first `acc.len()` cells of the columns into `acc`.
 pub(crate) fn eval_and<'c>(
     node: &Node,
-    columns: &dyn Fn(&str) -> Option<&'c Column>,
+    columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
     acc: &mut [bool],
 ) -> Result<()> {
     eval(node, columns, Comb::And, acc)
@@ -45,7 +46,7 @@ pub(crate) fn eval_and<'c>(
 
 fn eval<'c>(
     node: &Node,
-    columns: &dyn Fn(&str) -> Option<&'c Column>,
+    columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
     comb: Comb,
     acc: &mut [bool],
 ) -> Result<()> {
@@ -57,7 +58,7 @@ fn eval<'c>(
                 return Ok(());
             };
             let mut r = vec![false; n];
-            leaf(l, col, &mut r)?;
+            leaf(l, &col, &mut r)?;
             match comb {
                 Comb::And => acc.iter_mut().zip(&r).for_each(|(a, &b)| *a &= b),
                 Comb::Or => acc.iter_mut().zip(&r).for_each(|(a, &b)| *a |= b),
@@ -90,7 +91,7 @@ fn eval<'c>(
 }
 
 /// Evaluates one value node on the first `r.len()` cells of `col`.
-pub(crate) fn leaf(l: &Leaf, col: &Column, r: &mut [bool]) -> Result<()> {
+pub(crate) fn leaf(l: &Leaf, col: &ColumnView<'_>, r: &mut [bool]) -> Result<()> {
     let n = r.len();
     if col.datatype != l.datatype || col.cell_val_num != l.cell_val_num {
         return Err(err(format!(
@@ -98,7 +99,7 @@ pub(crate) fn leaf(l: &Leaf, col: &Column, r: &mut [bool]) -> Result<()> {
             l.field, col.datatype, col.cell_val_num, l.datatype, l.cell_val_num
         )));
     }
-    let validity = match &col.validity {
+    let validity = match col.validity {
         Some(v) if v.len() < n => {
             return Err(err(format!(
                 "column '{}' has {} validity bytes for {n} cells",
@@ -171,7 +172,11 @@ fn set_test<'c>(l: &Leaf, cells: impl Iterator<Item = &'c [u8]>, r: &mut [bool])
     r.iter_mut().zip(cells).for_each(|(o, c)| *o = members.contains(c) == want);
 }
 
-fn fixed_cells<'c>(l: &Leaf, col: &'c Column, n: usize) -> Result<std::slice::ChunksExact<'c, u8>> {
+fn fixed_cells<'c>(
+    l: &Leaf,
+    col: &ColumnView<'c>,
+    n: usize,
+) -> Result<std::slice::ChunksExact<'c, u8>> {
     let size = l.datatype.size() * l.cell_val_num as usize;
     if size == 0 || col.data.len() < n * size {
         return Err(err(format!(
@@ -183,7 +188,7 @@ fn fixed_cells<'c>(l: &Leaf, col: &'c Column, n: usize) -> Result<std::slice::Ch
     Ok(col.data[..n * size].chunks_exact(size))
 }
 
-fn numeric<T: Primitive>(l: &Leaf, col: &Column, r: &mut [bool]) -> Result<()> {
+fn numeric<T: Primitive>(l: &Leaf, col: &ColumnView<'_>, r: &mut [bool]) -> Result<()> {
     let cells = fixed_cells(l, col, r.len())?;
     if l.op.is_set() {
         set_test(l, cells, r);
@@ -201,7 +206,7 @@ fn numeric<T: Primitive>(l: &Leaf, col: &Column, r: &mut [bool]) -> Result<()> {
     Ok(())
 }
 
-fn compare(l: &Leaf, col: &Column, r: &mut [bool]) -> Result<()> {
+fn compare(l: &Leaf, col: &ColumnView<'_>, r: &mut [bool]) -> Result<()> {
     let n = r.len();
     match l.kind {
         Kind::I8 => numeric::<i8>(l, col, r),
@@ -228,7 +233,7 @@ fn compare(l: &Leaf, col: &Column, r: &mut [bool]) -> Result<()> {
         }
         Kind::Bytes => {
             let v: &[u8] = &l.value;
-            match &col.offsets {
+            match col.offsets {
                 Some(offsets) => {
                     if offsets.len() < n {
                         return Err(err(format!(
@@ -238,7 +243,7 @@ fn compare(l: &Leaf, col: &Column, r: &mut [bool]) -> Result<()> {
                         )));
                     }
                     let len = col.data.len() as u64;
-                    let ends = offsets[1..].iter().copied().chain(std::iter::once(len));
+                    let ends = offsets.iter().skip(1).copied().chain(std::iter::once(len));
                     let mut bad = false;
                     let cells = offsets.iter().zip(ends).take(n).map(|(&s, e)| {
                         if s <= e && e <= len {

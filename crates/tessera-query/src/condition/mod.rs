@@ -61,7 +61,7 @@ use std::fmt;
 
 use tessera_fragment::{ConditionNode, ConditionOp, DeleteCommit as DeleteFile};
 use tessera_schema::{ArraySchema, Enumeration};
-use tessera_types::CELL_VAL_NUM_VAR;
+use tessera_types::{CELL_VAL_NUM_VAR, Datatype};
 
 pub use delete::{
     DeleteApplies, DeleteCondition, DeleteMarks, FragmentDeleteInfo, apply_deletes, delete_fields,
@@ -69,8 +69,38 @@ pub use delete::{
 };
 pub use prune::TileStats;
 
+pub(crate) use delete::apply_deletes_views;
+
 use crate::{Column, Error, Result};
 use ast::{Node, Resolver};
+
+/// The cells of one field as evaluation reads them, borrowed from a result [`Column`] or
+/// from a decoded tile (so the read engine evaluates tiles without copying them).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ColumnView<'a> {
+    /// Datatype of each value.
+    pub(crate) datatype: Datatype,
+    /// Values per cell, or [`CELL_VAL_NUM_VAR`].
+    pub(crate) cell_val_num: u32,
+    /// The values, cell after cell.
+    pub(crate) data: &'a [u8],
+    /// Start offset of each var-sized cell in `data`.
+    pub(crate) offsets: Option<&'a [u64]>,
+    /// One byte per cell, 0 = null.
+    pub(crate) validity: Option<&'a [u8]>,
+}
+
+impl<'a> From<&'a Column> for ColumnView<'a> {
+    fn from(c: &'a Column) -> Self {
+        ColumnView {
+            datatype: c.datatype,
+            cell_val_num: c.cell_val_num,
+            data: &c.data,
+            offsets: c.offsets.as_deref(),
+            validity: c.validity.as_deref(),
+        }
+    }
+}
 
 /// A query condition resolved against an array schema.
 ///
@@ -219,7 +249,22 @@ impl QueryCondition {
         columns: &dyn Fn(&str) -> Option<&'c Column>,
         keep: &mut [bool],
     ) -> Result<()> {
+        let views = |name: &str| columns(name).map(ColumnView::from);
+        eval::eval_and(&self.root, &views, keep)
+    }
+
+    /// [`QueryCondition::evaluate_and`] over borrowed views (decoded tiles).
+    pub(crate) fn evaluate_views<'c>(
+        &self,
+        columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
+        keep: &mut [bool],
+    ) -> Result<()> {
         eval::eval_and(&self.root, columns, keep)
+    }
+
+    /// Whether some leaf reads field `name`.
+    pub(crate) fn uses(&self, name: &str) -> bool {
+        self.fields().contains(&name)
     }
 
     /// Whether some cell of a tile may satisfy the condition, judged from `stats` (the

@@ -5,8 +5,10 @@
 //! generator has quirks that make some statistics unreliable, so
 //! [`TileStats::from_metadata`] keeps only what bounds the cells:
 //!
-//! * floats never prune on min/max: a `NaN` cell resets the running min and max
-//!   (`min = min < v ? min : v`), so values before it are not covered;
+//! * floats never prune on min/max from [`TileStats::from_metadata`]: a `NaN` cell resets
+//!   the running min and max (`min = min < v ? min : v`), so values before it are not
+//!   covered (the read engine passes float bounds only for tiles whose sum is finite, which
+//!   holds no `NaN`);
 //! * var-sized fields of dense fragments never prune on min/max (a nullable one reads
 //!   validity at the wrong cell when a tile is written in several slabs, and the ordered
 //!   writer may copy every tile's min/max into slot 0);
@@ -142,6 +144,38 @@ fn leaf_may_match(l: &Leaf, s: &TileStats<'_>) -> bool {
             }
             let v = i128::from(l.value.first().map_or(0, |&b| b as i8));
             range_test(l.op, i128::from(lo), i128::from(hi), v)
+        }
+        Kind::F32 | Kind::F64 => {
+            let f = |b: &[u8]| -> Option<f64> {
+                match (l.kind, b.len()) {
+                    (Kind::F32, 4) => Some(f64::from(f32::from_le_bytes(b.try_into().ok()?))),
+                    (Kind::F64, 8) => Some(f64::from_le_bytes(b.try_into().ok()?)),
+                    _ => None,
+                }
+            };
+            let (Some(lo), Some(hi)) = (f(min), f(max)) else { return true };
+            if lo.is_nan() || hi.is_nan() || lo > hi {
+                return true;
+            }
+            if l.op.is_set() {
+                // `in` compares bytes: a member matches only a cell equal to it.
+                return l.op != ConditionOp::In
+                    || l.member_bytes()
+                        .any(|m| f(m).is_none_or(|m| m.is_nan() || (lo <= m && m <= hi)));
+            }
+            let Some(v) = f(&l.value) else { return true };
+            if v.is_nan() {
+                return true;
+            }
+            match l.op {
+                ConditionOp::Lt => lo < v,
+                ConditionOp::Le => lo <= v,
+                ConditionOp::Gt => hi > v,
+                ConditionOp::Ge => hi >= v,
+                ConditionOp::Eq => lo <= v && v <= hi,
+                ConditionOp::Ne => !(lo == hi && lo == v),
+                _ => true,
+            }
         }
         Kind::Bytes => {
             let min = (!min.contains(&0)).then_some(min);

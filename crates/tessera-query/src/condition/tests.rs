@@ -744,6 +744,19 @@ fn pruning_prunes() {
     assert_eq!((f.min, f.max, f.null_count), (None, None, Some(0)));
     assert!(may("f > 2.0", "f", f));
     assert!(!may("f is null", "f", f));
+    // Float bounds known to cover every cell (the read engine passes them for tiles whose
+    // sum shows no NaN) prune numerically; `in` compares bytes and `not in` never prunes.
+    let floats = TileStats { cell_num: 3, null_count: Some(0), min: Some(&z), max: Some(&o) };
+    assert!(!may("f > 1.0", "f", floats));
+    assert!(may("f >= 1.0", "f", floats));
+    assert!(!may("f < -0.5 or f == 1.5", "f", floats));
+    assert!(may("f == -0.0", "f", floats));
+    assert!(may("f != 0.5", "f", floats));
+    assert!(!may("f in [2.0, -3.0]", "f", floats));
+    assert!(may("f in [2.0, 0.25]", "f", floats));
+    assert!(may("f not in [0.0]", "f", floats));
+    let zero = TileStats { min: Some(&z), max: Some(&z), ..floats };
+    assert!(!may("f != 0.0", "f", zero));
 }
 
 /// A dense array libtiledb 2.30 read with conditions (cells that fail come back as fill

@@ -14,9 +14,15 @@
 //! fragments that hold some cell of the batch are fetched, all at once, and decoded in
 //! parallel; decoded tiles are kept for the next batch when it needs them again.
 //!
-//! Hook for query conditions (to come): a condition maps the batch to a per-position mask;
-//! positions failing it take the fill value (libtiledb's dense behaviour), applied after
-//! [`copy_runs`].
+//! A query condition is evaluated over whole decoded tiles (coordinates generated for a
+//! condition on dimensions), one bitmap per fragment tile; runs are split where the bitmap
+//! changes and the failing cells take the fill value (and fill validity) of every attribute,
+//! as libtiledb's dense reader does (cells no fragment wrote are fill values either way).
+//!
+//! Aggregates walk the same runs without building columns: tile by tile in global order
+//! (one range per dimension), each whole space tile that the newest fragment holding it
+//! covers entirely being answered from that fragment's tile metadata when it is exact; in
+//! row- or col-major order for multi-range subarrays.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -24,9 +30,12 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use tessera_types::Layout;
 
+use crate::aggregate::{Cells, Partial, Plan};
 use crate::array::Array;
+use crate::condition::{ColumnView, QueryCondition};
 use crate::read::column::{FILL, OutField, Run, Source, copy_runs};
 use crate::read::order::{int_value, push_int};
+use crate::read::stats::FieldMeta;
 use crate::read::subarray::Subarray;
 use crate::read::tiles::{DecodedTile, FieldReader, QField, TileCells, TileJob, load_tiles};
 use crate::result::{Column, ReadResult};
@@ -35,6 +44,10 @@ use crate::{Error, Result};
 /// Cells processed at once when no budget bounds a batch: bounds the run lists and the
 /// tiles held, without limiting parallelism much.
 const UNBOUNDED_CHUNK_CELLS: u64 = 1 << 22;
+
+/// Cells per partial aggregate of a row- or col-major aggregate (partials are computed in
+/// parallel, then folded in order).
+const AGGREGATE_GROUP_CELLS: u64 = 1 << 16;
 
 /// One dimension of a dense read.
 #[derive(Debug, Clone)]
@@ -61,6 +74,8 @@ impl DDim {
 /// A fragment as the dense reader sees it.
 #[derive(Debug)]
 struct DFrag {
+    /// The fragment.
+    fragment: Arc<crate::Fragment>,
     /// The fragment's folder.
     dir: String,
     /// Non-empty domain per dimension.
@@ -73,9 +88,23 @@ struct DFrag {
     tile_num: u64,
     /// Cells per tile.
     cells: TileCells,
-    /// Readers of the attributes read, by output field index (`None`: not stored).
+    /// Readers of the attributes read, by field index (the output fields, then the
+    /// attributes only the condition reads; `None`: not stored).
     readers: Vec<Option<FieldReader>>,
 }
+
+/// The fragment tiles a batch uses, by slot.
+#[derive(Debug, Default)]
+struct Slots {
+    map: HashMap<(usize, u64), u32>,
+    /// (fragment, tile) of each slot.
+    list: Vec<(usize, u64)>,
+    /// The space tile of each slot (tile index per dimension).
+    tiles: Vec<Vec<i128>>,
+}
+
+/// Fragment tile to its decoded tiles, by field index.
+type TileCache = HashMap<(usize, u64, usize), Arc<DecodedTile>>;
 
 /// A box of cells in one space tile, with where its cells go in the result.
 #[derive(Debug, Clone)]
@@ -113,11 +142,19 @@ pub(crate) struct DenseReader<'a> {
     /// Fragments, newest first.
     frags: Vec<DFrag>,
     fields: Vec<OutField>,
+    /// Attributes only the condition reads (field indexes after `fields`).
+    extra: Vec<OutField>,
+    /// The query condition.
+    condition: Option<QueryCondition>,
     budget: Option<u64>,
     pos: u64,
     cursor: Option<BlockCursor>,
     /// Tiles decoded by the last batch: (fragment, tile, field) to tile.
-    cache: HashMap<(usize, u64, usize), Arc<DecodedTile>>,
+    cache: TileCache,
+    /// Condition bitmaps of the last batch's fragment tiles.
+    masks: HashMap<(usize, u64), Arc<Vec<bool>>>,
+    /// Tile metadata loaded for aggregates: (fragment, aggregate field).
+    metas: HashMap<(usize, usize), Option<Arc<FieldMeta>>>,
 }
 
 impl<'a> DenseReader<'a> {
@@ -134,8 +171,22 @@ impl<'a> DenseReader<'a> {
         fields: Vec<OutField>,
         layout: Layout,
         budget: Option<u64>,
+        condition: Option<QueryCondition>,
     ) -> Result<Self> {
         let schema = array.schema();
+        // Attributes the condition reads that are not returned.
+        let mut extra: Vec<OutField> = Vec::new();
+        if let Some(c) = &condition {
+            for name in c.fields() {
+                let Some(a) = schema.attributes.iter().position(|x| x.name == name) else {
+                    continue;
+                };
+                let present = fields.iter().chain(&extra).any(|f| f.source == Source::Attr(a));
+                if !present {
+                    extra.push(OutField::attr(schema, a));
+                }
+            }
+        }
         if layout == Layout::GlobalOrder && subarray.is_multi_range() {
             return Err(Error::InvalidQuery(
                 "multi-range reads are not supported in global order (as in libtiledb)".into(),
@@ -212,6 +263,7 @@ impl<'a> DenseReader<'a> {
         // Tile offsets of every attribute read, fragments in parallel.
         let attr_fields: Vec<Option<usize>> = fields
             .iter()
+            .chain(&extra)
             .map(|f| match f.source {
                 Source::Attr(a) => Some(a),
                 Source::Dim(_) => None,
@@ -228,6 +280,7 @@ impl<'a> DenseReader<'a> {
                     })
                     .collect::<Result<Vec<_>>>()?;
                 Ok(DFrag {
+                    fragment: f.clone(),
                     dir: f.dir(),
                     ned,
                     first_tile,
@@ -255,10 +308,14 @@ impl<'a> DenseReader<'a> {
             cell_strides,
             frags,
             fields,
+            extra,
+            condition,
             budget,
             pos: 0,
             cursor,
             cache: HashMap::new(),
+            masks: HashMap::new(),
+            metas: HashMap::new(),
         })
     }
 
@@ -302,46 +359,23 @@ impl<'a> DenseReader<'a> {
         };
         let p0 = self.pos;
         let p1 = p0.saturating_add(want).min(self.total);
-        let pieces = self.pieces(p0, p1);
-        // Carve pieces into runs.
-        let mut slots: HashMap<(usize, u64), u32> = HashMap::new();
-        let mut slot_list: Vec<(usize, u64)> = Vec::new();
-        let mut runs: Vec<Run> = Vec::new();
-        for piece in &pieces {
-            self.carve(piece, p0, &mut slots, &mut slot_list, &mut runs)?;
-        }
-        runs.sort_unstable_by_key(|r| r.dst);
-        // Fetch what the batch needs (and is not cached), decode in parallel.
-        let mut jobs: Vec<TileJob<'_>> = Vec::new();
-        let mut job_keys = Vec::new();
-        for &(f, t) in &slot_list {
-            let frag = &self.frags[f];
-            for (i, r) in frag.readers.iter().enumerate() {
-                if let Some(r) = r
-                    && !self.cache.contains_key(&(f, t, i))
-                {
-                    jobs.push(TileJob { reader: r, tile: t, cells: frag.cells.get(t) });
-                    job_keys.push((f, t, i));
-                }
+        let (pieces, mut runs, slots) = self.prepare(p0, p1)?;
+        if self.condition.is_some() {
+            // Cells failing the condition take the fill value.
+            let masks = self.slot_masks(&slots)?;
+            let mut split = Vec::with_capacity(runs.len());
+            for r in runs {
+                split_run(r, &masks, |r, pass| {
+                    split.push(if pass { r } else { Run { slot: FILL, ..r } });
+                });
             }
+            runs = split;
         }
-        let loaded = load_tiles(self.array.storage().as_ref(), &jobs)?;
-        let mut cache: HashMap<(usize, u64, usize), Arc<DecodedTile>> = HashMap::new();
-        for (k, tile) in job_keys.into_iter().zip(loaded) {
-            cache.insert(k, tile);
-        }
-        for &(f, t) in &slot_list {
-            for i in 0..self.fields.len() {
-                if let Some(tile) = self.cache.remove(&(f, t, i)) {
-                    cache.insert((f, t, i), tile);
-                }
-            }
-        }
-        self.cache = cache;
+        let slot_list = &slots.list;
         // Cut the batch at the budget, now that var sizes are known.
         let mut end = p1;
         if let Some(budget) = self.budget {
-            end = self.cut(p0, p1, &runs, &slot_list, budget);
+            end = self.cut(p0, p1, &runs, slot_list, budget);
             if end < p1 {
                 runs.retain_mut(|r| {
                     if r.dst >= end - p0 {
@@ -366,6 +400,423 @@ impl<'a> DenseReader<'a> {
         self.pos = end;
         self.advance_cursor();
         Ok(true)
+    }
+
+    /// The pieces of positions `p0..p1`, carved into runs (sorted by position) over the
+    /// fragment tiles of `Slots`, whose tiles are then fetched and decoded (those not cached).
+    fn prepare(&mut self, p0: u64, p1: u64) -> Result<(Vec<Piece>, Vec<Run>, Slots)> {
+        let pieces = self.pieces(p0, p1);
+        let mut slots = Slots::default();
+        let mut runs: Vec<Run> = Vec::new();
+        for piece in &pieces {
+            self.carve(piece, p0, &mut slots, &mut runs)?;
+        }
+        runs.sort_unstable_by_key(|r| r.dst);
+        self.fetch(&slots.list)?;
+        Ok((pieces, runs, slots))
+    }
+
+    /// Fetches and decodes the tiles of every field read of `slot_list` not in the cache;
+    /// the cache then holds exactly these.
+    fn fetch(&mut self, slot_list: &[(usize, u64)]) -> Result<()> {
+        let nfields = self.fields.len() + self.extra.len();
+        let mut jobs: Vec<TileJob<'_>> = Vec::new();
+        let mut job_keys = Vec::new();
+        for &(f, t) in slot_list {
+            let frag = &self.frags[f];
+            for (i, r) in frag.readers.iter().enumerate() {
+                if let Some(r) = r
+                    && !self.cache.contains_key(&(f, t, i))
+                {
+                    jobs.push(TileJob { reader: r, tile: t, cells: frag.cells.get(t) });
+                    job_keys.push((f, t, i));
+                }
+            }
+        }
+        let loaded = load_tiles(self.array.storage().as_ref(), &jobs)?;
+        let mut cache: TileCache = HashMap::new();
+        for (k, tile) in job_keys.into_iter().zip(loaded) {
+            cache.insert(k, tile);
+        }
+        for &(f, t) in slot_list {
+            for i in 0..nfields {
+                if let Some(tile) = self.cache.remove(&(f, t, i)) {
+                    cache.insert((f, t, i), tile);
+                }
+            }
+        }
+        self.cache = cache;
+        Ok(())
+    }
+
+    /// The condition's bitmap of each slot's fragment tile (over all the tile's cells, in
+    /// cell order), computed in parallel for the tiles not done by the last batch.
+    fn slot_masks(&mut self, slots: &Slots) -> Result<Vec<Arc<Vec<bool>>>> {
+        let Some(cond) = &self.condition else { return Ok(Vec::new()) };
+        let todo: Vec<usize> =
+            (0..slots.list.len()).filter(|&k| !self.masks.contains_key(&slots.list[k])).collect();
+        let computed: Vec<(usize, Vec<bool>)> =
+            todo.par_iter()
+                .map(|&k| {
+                    let (f, t) = slots.list[k];
+                    let n = self.frags[f].cells.get(t) as usize;
+                    let coords = self.tile_coords(cond, &slots.tiles[k], n);
+                    let col = |name: &str| -> Option<ColumnView<'_>> {
+                        if let Some((_, col)) = coords.iter().find(|(d, _)| d == name) {
+                            return Some(ColumnView::from(col));
+                        }
+                        let i =
+                            self.fields.iter().chain(&self.extra).position(|x| {
+                                matches!(x.source, Source::Attr(_)) && x.name == name
+                            })?;
+                        let field = self.fields.iter().chain(&self.extra).nth(i)?;
+                        let tile = self.cache.get(&(f, t, i))?;
+                        Some(ColumnView {
+                            datatype: field.datatype,
+                            cell_val_num: field.cell_val_num,
+                            data: &tile.data,
+                            offsets: tile.offsets.as_deref(),
+                            validity: tile.validity.as_deref(),
+                        })
+                    };
+                    let mut keep = vec![true; n];
+                    cond.evaluate_views(&col, &mut keep)?;
+                    Ok((k, keep))
+                })
+                .collect::<Result<_>>()?;
+        let mut masks: HashMap<(usize, u64), Arc<Vec<bool>>> = HashMap::new();
+        for (k, keep) in computed {
+            masks.insert(slots.list[k], Arc::new(keep));
+        }
+        for key in &slots.list {
+            if let Some(m) = self.masks.remove(key) {
+                masks.insert(*key, m);
+            }
+        }
+        let out = slots.list.iter().map(|key| masks[key].clone()).collect();
+        self.masks = masks;
+        Ok(out)
+    }
+
+    /// The coordinates of the `n` cells of space tile `tile` (in cell order), as columns of
+    /// the dimensions `cond` reads.
+    fn tile_coords(&self, cond: &QueryCondition, tile: &[i128], n: usize) -> Vec<(String, Column)> {
+        let schema = self.array.schema();
+        let mut out = Vec::new();
+        for (d, dim) in schema.dimensions.iter().enumerate() {
+            if !cond.uses(&dim.name) {
+                continue;
+            }
+            let dd = &self.dims[d];
+            let lo = dd.tile_lo(tile[d]);
+            let stride = self.cell_strides[d].max(1);
+            let ext = dd.extent as u64;
+            let mut col = Column::new(dim.name.clone(), dim.datatype, 1, false);
+            col.data.reserve(n * dim.datatype.size());
+            for i in 0..n as u64 {
+                push_int(dim.datatype, lo + ((i / stride) % ext) as i128, &mut col.data);
+            }
+            out.push((dim.name.clone(), col));
+        }
+        out
+    }
+
+    /// Aggregates the cells of the read (see [`crate::aggregate`]): the attributes read are
+    /// `plan`'s fields, in order. Whole space tiles are answered from tile metadata when
+    /// `use_metadata` and the metadata is exact for them.
+    ///
+    /// # Errors
+    /// Storage errors and tiles that do not decode; condition errors.
+    pub(crate) fn aggregate(&mut self, plan: &Plan, use_metadata: bool) -> Result<Partial> {
+        let mut total = Partial::new(plan);
+        if self.total == 0 {
+            return Ok(total);
+        }
+        if plan.count_only() && self.condition.is_none() {
+            total.add_cells(self.total);
+            return Ok(total);
+        }
+        if self.layout != Layout::GlobalOrder {
+            let mut p0 = 0;
+            while p0 < self.total {
+                let p1 = p0.saturating_add(UNBOUNDED_CHUNK_CELLS).min(self.total);
+                let groups: Vec<(u64, u64)> = (p0..p1)
+                    .step_by(AGGREGATE_GROUP_CELLS as usize)
+                    .map(|g| (g, AGGREGATE_GROUP_CELLS.min(p1 - g)))
+                    .collect();
+                for p in self.aggregate_positions(plan, p0, p1, &groups)? {
+                    total.merge(plan, &p);
+                }
+                p0 = p1;
+            }
+            return Ok(total);
+        }
+        // Global order: space tile by space tile.
+        let Some(mut c) = self.cursor.clone() else { return Ok(total) };
+        let mut batch: Option<(BlockCursor, Vec<(u64, u64)>)> = None;
+        while !c.done {
+            let size = self.block_size(&c.tile);
+            let meta = if use_metadata && self.condition.is_none() {
+                self.block_metadata(plan, &c.tile, size)?
+            } else {
+                None
+            };
+            match meta {
+                Some(p) => {
+                    if let Some((start, blocks)) = batch.take() {
+                        self.aggregate_blocks(plan, start, &blocks, &mut total)?;
+                    }
+                    total.merge(plan, &p);
+                }
+                None => {
+                    let (start, blocks) = batch.get_or_insert_with(|| (c.clone(), Vec::new()));
+                    blocks.push((c.base, size));
+                    if c.base + size - start.base >= UNBOUNDED_CHUNK_CELLS
+                        && let Some((start, blocks)) = batch.take()
+                    {
+                        self.aggregate_blocks(plan, start, &blocks, &mut total)?;
+                    }
+                }
+            }
+            self.next_block(&mut c);
+        }
+        if let Some((start, blocks)) = batch.take() {
+            self.aggregate_blocks(plan, start, &blocks, &mut total)?;
+        }
+        Ok(total)
+    }
+
+    /// Aggregates consecutive global-order blocks (`(first position, cells)`), the cursor
+    /// `start` being at the first, into `total`, block after block.
+    fn aggregate_blocks(
+        &mut self,
+        plan: &Plan,
+        start: BlockCursor,
+        blocks: &[(u64, u64)],
+        total: &mut Partial,
+    ) -> Result<()> {
+        let (Some(first), Some(last)) = (blocks.first(), blocks.last()) else { return Ok(()) };
+        self.cursor = Some(start);
+        for p in self.aggregate_positions(plan, first.0, last.0 + last.1, blocks)? {
+            total.merge(plan, &p);
+        }
+        Ok(())
+    }
+
+    /// The partial aggregate of each group (`(first position, cells)`, consecutive, covering
+    /// `p0..p1`) of the cells at positions `p0..p1`.
+    fn aggregate_positions(
+        &mut self,
+        plan: &Plan,
+        p0: u64,
+        p1: u64,
+        groups: &[(u64, u64)],
+    ) -> Result<Vec<Partial>> {
+        let (pieces, runs, slots) = self.prepare(p0, p1)?;
+        let masks = self.slot_masks(&slots)?;
+        // Coordinates of the positions, for a condition on dimensions over fill values.
+        let mut coords: Vec<(String, Column)> = Vec::new();
+        if let Some(cond) = &self.condition
+            && runs.iter().any(|r| r.slot == FILL)
+        {
+            let schema = self.array.schema();
+            for (d, dim) in schema.dimensions.iter().enumerate() {
+                if cond.uses(&dim.name) {
+                    let field = OutField::dim(schema, d);
+                    let mut col = field.empty_column();
+                    self.coord_column(&mut col, &field, d, &pieces, p0, p1);
+                    coords.push((dim.name.clone(), col));
+                }
+            }
+        }
+        // The runs of each group.
+        let mut bounds = Vec::with_capacity(groups.len());
+        let mut ri = 0;
+        for &(base, size) in groups {
+            let first = ri;
+            let end = base + size - p0;
+            while ri < runs.len() && runs[ri].dst < end {
+                ri += 1;
+            }
+            bounds.push((first, ri));
+        }
+        let this = &*self;
+        bounds
+            .par_iter()
+            .map(|&(a, b)| {
+                let mut part = Partial::new(plan);
+                for r in &runs[a..b] {
+                    this.aggregate_run(plan, r, &slots, &masks, &coords, &mut part)?;
+                }
+                Ok(part)
+            })
+            .collect()
+    }
+
+    /// Adds the cells of run `r` to `part`.
+    fn aggregate_run(
+        &self,
+        plan: &Plan,
+        r: &Run,
+        slots: &Slots,
+        masks: &[Arc<Vec<bool>>],
+        coords: &[(String, Column)],
+        part: &mut Partial,
+    ) -> Result<()> {
+        let (s, e) = (r.src as usize, (r.src + r.len) as usize);
+        if r.slot == FILL {
+            let k = match &self.condition {
+                None => r.len,
+                Some(c) => self.fill_passing(c, r, coords)?,
+            };
+            part.add_cells(k);
+            for f in 0..plan.fields.len() {
+                part.scan_fill(plan, f, k);
+            }
+            return Ok(());
+        }
+        let (fi, t) = slots.list[r.slot as usize];
+        let (cells, n) = match masks.get(r.slot as usize) {
+            Some(m) => {
+                let m = &m[s..e];
+                (Cells::Masked(s, m), m.iter().filter(|&&k| k).count() as u64)
+            }
+            None => (Cells::Range(s, e), r.len),
+        };
+        part.add_cells(n);
+        for (f, field) in self.fields.iter().enumerate().take(plan.fields.len()) {
+            let view = self.cache.get(&(fi, t, f)).map(|tile| ColumnView {
+                datatype: field.datatype,
+                cell_val_num: field.cell_val_num,
+                data: &tile.data,
+                offsets: tile.offsets.as_deref(),
+                validity: tile.validity.as_deref(),
+            });
+            part.scan(plan, f, view.as_ref(), cells);
+        }
+        Ok(())
+    }
+
+    /// How many of the fill-value cells of run `r` satisfy `cond` (`coords`: the batch's
+    /// coordinates of the dimensions it reads).
+    fn fill_passing(
+        &self,
+        cond: &QueryCondition,
+        r: &Run,
+        coords: &[(String, Column)],
+    ) -> Result<u64> {
+        let n = r.len as usize;
+        let fills: Vec<(&str, Column)> = self
+            .fields
+            .iter()
+            .chain(&self.extra)
+            .filter(|f| matches!(f.source, Source::Attr(_)) && cond.uses(&f.name))
+            .map(|f| {
+                let mut col = f.empty_column();
+                copy_runs(f, &mut col, &[Run { slot: FILL, src: 0, dst: 0, len: r.len }], &[]);
+                (f.name.as_str(), col)
+            })
+            .collect();
+        let (s, e) = (r.dst as usize, r.dst as usize + n);
+        let col = |name: &str| -> Option<ColumnView<'_>> {
+            if let Some((_, c)) = coords.iter().find(|(d, _)| d == name) {
+                let size = c.datatype.size();
+                return Some(ColumnView {
+                    datatype: c.datatype,
+                    cell_val_num: 1,
+                    data: &c.data[s * size..e * size],
+                    offsets: None,
+                    validity: None,
+                });
+            }
+            fills.iter().find(|(f, _)| *f == name).map(|(_, c)| ColumnView::from(c))
+        };
+        let mut keep = vec![true; n];
+        cond.evaluate_views(&col, &mut keep)?;
+        Ok(keep.iter().filter(|&&k| k).count() as u64)
+    }
+
+    /// The aggregate of the global-order block of space tile `tile` (`size` cells) from
+    /// tile metadata, when the block is the whole tile, the newest fragment meeting it holds
+    /// all of it, and that fragment's metadata is exact for what `plan` needs; `None`
+    /// otherwise.
+    fn block_metadata(&mut self, plan: &Plan, tile: &[i128], size: u64) -> Result<Option<Partial>> {
+        let dim_num = self.dims.len();
+        let (lo, hi) = self.block_box(tile);
+        let whole = (0..dim_num).all(|k| {
+            let d = &self.dims[k];
+            lo[k] == d.tile_lo(tile[k]) && hi[k] == d.tile_lo(tile[k]) + d.extent - 1
+        });
+        if !whole {
+            return Ok(None);
+        }
+        let Some(fi) = self
+            .frags
+            .iter()
+            .position(|f| (0..dim_num).all(|k| f.ned[k].0 <= hi[k] && lo[k] <= f.ned[k].1))
+        else {
+            // No fragment: every cell holds the fill value.
+            let mut p = Partial::new(plan);
+            p.add_cells(size);
+            for f in 0..plan.fields.len() {
+                p.scan_fill(plan, f, size);
+            }
+            return Ok(Some(p));
+        };
+        let frag = &self.frags[fi];
+        if !(0..dim_num).all(|k| frag.ned[k].0 <= lo[k] && hi[k] <= frag.ned[k].1) {
+            return Ok(None);
+        }
+        let tile_idx: u64 = tile
+            .iter()
+            .zip(&frag.first_tile)
+            .zip(&frag.tile_strides)
+            .map(|((&t, &first), &stride)| (t - first) as u64 * stride)
+            .sum();
+        if tile_idx >= frag.tile_num || frag.cells.get(tile_idx) != size {
+            return Ok(None);
+        }
+        let mut metas: Vec<Option<Arc<FieldMeta>>> = Vec::with_capacity(plan.fields.len());
+        for (f, field) in plan.fields.iter().enumerate() {
+            if self.frags[fi].readers.get(f).is_none_or(Option::is_none) {
+                metas.push(None); // not stored: fill values
+                continue;
+            }
+            let meta = match self.metas.get(&(fi, f)) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = FieldMeta::load(
+                        self.array.storage().as_ref(),
+                        &self.frags[fi].fragment,
+                        &field.name,
+                        field.want,
+                    )?
+                    .map(Arc::new);
+                    self.metas.insert((fi, f), m.clone());
+                    m
+                }
+            };
+            let Some(meta) = meta else { return Ok(None) };
+            metas.push(Some(meta));
+        }
+        let mut stats = Vec::with_capacity(metas.len());
+        for (m, field) in metas.iter().zip(&plan.fields) {
+            match m {
+                Some(m) => match m.exact(tile_idx, size, field.want) {
+                    Some(s) => stats.push(Some(s)),
+                    None => return Ok(None),
+                },
+                None => stats.push(None),
+            }
+        }
+        let mut p = Partial::new(plan);
+        p.add_tile_stats(plan, size, &stats);
+        for (f, m) in metas.iter().enumerate() {
+            if m.is_none() {
+                p.scan_fill(plan, f, size);
+            }
+        }
+        Ok(Some(p))
     }
 
     /// Reserves room in `out` for every remaining cell of the fixed-size columns (reads
@@ -613,14 +1064,7 @@ impl<'a> DenseReader<'a> {
     }
 
     /// Splits `piece` by the fragments' non-empty domains, newest first, into runs.
-    fn carve(
-        &self,
-        piece: &Piece,
-        p0: u64,
-        slots: &mut HashMap<(usize, u64), u32>,
-        slot_list: &mut Vec<(usize, u64)>,
-        runs: &mut Vec<Run>,
-    ) -> Result<()> {
+    fn carve(&self, piece: &Piece, p0: u64, slots: &mut Slots, runs: &mut Vec<Run>) -> Result<()> {
         let dim_num = self.dims.len();
         let cell_fast_first: Vec<usize> = if self.cell_order == Layout::ColMajor {
             (0..dim_num).collect()
@@ -662,10 +1106,16 @@ impl<'a> DenseReader<'a> {
                     rest.push((blo, bhi));
                     continue;
                 }
-                let slot = *slots.entry((fi, tile_idx)).or_insert_with(|| {
-                    slot_list.push((fi, tile_idx));
-                    (slot_list.len() - 1) as u32
-                });
+                let slot = match slots.map.get(&(fi, tile_idx)) {
+                    Some(&s) => s,
+                    None => {
+                        slots.list.push((fi, tile_idx));
+                        slots.tiles.push(piece.tile.clone());
+                        let s = (slots.list.len() - 1) as u32;
+                        slots.map.insert((fi, tile_idx), s);
+                        s
+                    }
+                };
                 let src_base: u64 =
                     (0..dim_num).map(|k| (ilo[k] - tile_lo[k]) as u64 * self.cell_strides[k]).sum();
                 emit_runs(
@@ -698,6 +1148,30 @@ impl<'a> DenseReader<'a> {
             );
         }
         Ok(())
+    }
+}
+
+/// Calls `f(run, passes)` for the parts of `r` where the condition bitmap of its tile
+/// (`masks[r.slot]`) is constant; runs of the fill value pass whole.
+fn split_run(r: Run, masks: &[Arc<Vec<bool>>], mut f: impl FnMut(Run, bool)) {
+    if r.slot == FILL {
+        f(r, true);
+        return;
+    }
+    let mask = &masks[r.slot as usize];
+    let (s, n) = (r.src as usize, r.len as usize);
+    let mut i = 0;
+    while i < n {
+        let v = mask[s + i];
+        let mut j = i + 1;
+        while j < n && mask[s + j] == v {
+            j += 1;
+        }
+        f(
+            Run { slot: r.slot, src: r.src + i as u64, dst: r.dst + i as u64, len: (j - i) as u64 },
+            v,
+        );
+        i = j;
     }
 }
 

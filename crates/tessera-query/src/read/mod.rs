@@ -10,9 +10,16 @@
 //!   the fill value; multi-range results are the cross product of each dimension's ranges in
 //!   the order given (cells repeat where ranges overlap), in row- or col-major order only;
 //! * sparse reads return each cell once, in any layout (ranges are sorted and merged per
-//!   dimension); the newest version of a cell wins unless the array allows duplicates;
-//!   reads that visible delete or update commits would change are refused
-//!   ([`Error::Unsupported`]) until conditions are evaluated;
+//!   dimension, global order included); the newest version of a cell wins unless the array
+//!   allows duplicates; visible delete (and update) commits remove the cells their
+//!   conditions match, by libtiledb's rules (per-cell timestamps, conditions a
+//!   consolidation already applied);
+//! * a query condition ([`ReadQuery::condition`], [`ReadQuery::where_text`]) keeps the
+//!   sparse cells it holds for, judged after deduplication (a newest version failing it
+//!   hides older ones, as in libtiledb); on dense arrays the cells failing it come back with
+//!   the fill value (and fill validity) of every attribute, coordinates unchanged;
+//! * [`ReadQuery::aggregate`] computes aggregates over the cells a read selects (see
+//!   [`crate::aggregate`]), from tile metadata where whole tiles qualify;
 //! * layouts: row-major, col-major, global order (the array's tile then cell order, Hilbert
 //!   included); unordered lets Tessera pick the fastest order. The default is row-major for
 //!   dense arrays and global order for sparse ones.
@@ -42,17 +49,20 @@ mod column;
 mod dense;
 mod order;
 mod sparse;
+pub(crate) mod stats;
 mod subarray;
 mod tiles;
 
 use tessera_types::{Layout, Primitive};
 
+use crate::aggregate::{Aggregate, AggregateValue, Plan};
 use crate::array::Array;
+use crate::condition::{DeleteCondition, QueryCondition};
 use crate::result::ReadResult;
 use crate::{Error, Result};
 use column::{OutField, empty_result};
 use dense::DenseReader;
-use sparse::SparseReader;
+use sparse::{SparseFilter, SparseReader};
 use subarray::{RangeSpec, Subarray};
 
 impl Array {
@@ -65,8 +75,18 @@ impl Array {
             dimensions: DimSelection::All,
             layout: None,
             budget: None,
+            condition: None,
         }
     }
+}
+
+/// The query condition of a read, as given.
+#[derive(Debug, Clone)]
+enum Cond {
+    /// Text to parse against the array's schema.
+    Text(String),
+    /// A parsed condition.
+    Parsed(QueryCondition),
 }
 
 /// Which dimensions a read returns.
@@ -89,6 +109,7 @@ pub struct ReadQuery<'a> {
     dimensions: DimSelection,
     layout: Option<Layout>,
     budget: Option<u64>,
+    condition: Option<Cond>,
 }
 
 impl<'a> ReadQuery<'a> {
@@ -177,6 +198,58 @@ impl<'a> ReadQuery<'a> {
         self
     }
 
+    /// Keeps only the cells satisfying `condition` (resolved against this array's schema):
+    /// sparse cells failing it are left out; dense cells failing it come back with the fill
+    /// value of every attribute read (and the fill validity: null for nullable attributes,
+    /// unless the schema says otherwise), as libtiledb does. The fields it reads need not
+    /// be among those returned.
+    pub fn condition(mut self, condition: QueryCondition) -> Self {
+        self.condition = Some(Cond::Parsed(condition));
+        self
+    }
+
+    /// [`Self::condition`] from the `--where` text of `shared/cli.md` (e.g.
+    /// `a > 5 and (b == 'x' or c is null)`), parsed against the array's schema and
+    /// enumerations when the read runs; a parse error is reported by [`Self::execute`] /
+    /// [`Self::batches`] as [`Error::Condition`].
+    pub fn where_text(mut self, text: &str) -> Self {
+        self.condition = Some(Cond::Text(text.to_owned()));
+        self
+    }
+
+    /// The condition, parsed.
+    fn parsed_condition(&self) -> Result<Option<QueryCondition>> {
+        Ok(match &self.condition {
+            None => None,
+            Some(Cond::Parsed(c)) => Some(c.clone()),
+            Some(Cond::Text(t)) => {
+                Some(QueryCondition::parse(t, self.array.schema(), self.array.enumerations())?)
+            }
+        })
+    }
+
+    /// The visible delete and update commits, loaded (sparse arrays; libtiledb refuses
+    /// deletes on dense ones).
+    fn deletes(&self) -> Result<Vec<DeleteCondition>> {
+        let array = self.array;
+        if array.schema().is_dense() {
+            return Ok(Vec::new());
+        }
+        array
+            .directory()
+            .deletes
+            .iter()
+            .map(|d| {
+                DeleteCondition::load(
+                    array.storage().as_ref(),
+                    d,
+                    array.schema(),
+                    array.enumerations(),
+                )
+            })
+            .collect()
+    }
+
     /// The columns this read returns.
     fn fields(&self) -> Result<Vec<OutField>> {
         let schema = self.array.schema();
@@ -222,8 +295,9 @@ impl<'a> ReadQuery<'a> {
     /// [`Error::UnknownField`] for a name that is neither a dimension nor an attribute;
     /// [`Error::InvalidRange`] for a range of the wrong type, reversed, or outside the
     /// domain; [`Error::InvalidQuery`] for a layout that cannot be used (a dense multi-range
-    /// read in global order); [`Error::Unsupported`] for a sparse read that delete commits
-    /// would change; storage errors; [`Error::Tile`] / [`Error::Corrupt`] for corrupt data.
+    /// read in global order); [`Error::Condition`] for a condition that does not parse or
+    /// fit the schema, or a delete commit libtiledb could not load; storage errors;
+    /// [`Error::Tile`] / [`Error::Corrupt`] for corrupt data.
     pub fn execute(self) -> Result<ReadResult> {
         let mut batches = self.batches()?;
         let mut result = empty_result(&batches.fields);
@@ -249,6 +323,7 @@ impl<'a> ReadQuery<'a> {
     /// come as items of the iterator (after an error, it ends).
     pub fn batches(self) -> Result<Batches<'a>> {
         let fields = self.fields()?;
+        let condition = self.parsed_condition()?;
         let array = self.array;
         let schema = array.schema();
         let dense = schema.is_dense();
@@ -273,19 +348,77 @@ impl<'a> ReadQuery<'a> {
                 Layout::Unordered => Layout::GlobalOrder,
                 l => l,
             };
-            Inner::Dense(Box::new(DenseReader::new(array, &subarray, fields, layout, self.budget)?))
+            Inner::Dense(Box::new(DenseReader::new(
+                array,
+                &subarray,
+                fields,
+                layout,
+                self.budget,
+                condition,
+            )?))
         } else {
+            let filter = SparseFilter { condition, deletes: self.deletes()? };
             Inner::Sparse(Box::new(SparseReader::new(
                 array,
                 &subarray,
                 fields,
                 layout,
                 self.budget,
+                filter,
             )?))
         };
         Ok(Batches { fields: out, inner })
     }
+
+    /// Computes `aggs` over the cells this read selects (its subarray, time range, condition
+    /// and, on sparse arrays, deletes); the attributes and layout set on the read do not
+    /// matter. Values come in the order of `aggs`; see [`crate::aggregate`] for the
+    /// semantics. Whole tiles inside the subarray that no condition, delete or other
+    /// fragment affects are answered from their metadata (sums, mins, maxs, null counts)
+    /// where it is exact, without decoding them.
+    ///
+    /// # Errors
+    /// As [`Self::execute`]; [`Error::InvalidQuery`] for an aggregate libtiledb refuses
+    /// (see [`Aggregate`]), [`Error::UnknownField`] for an unknown attribute.
+    pub fn aggregate(self, aggs: &[Aggregate]) -> Result<Vec<AggregateValue>> {
+        self.aggregate_with(aggs, true)
+    }
+
+    /// [`Self::aggregate`], using tile metadata only when `use_metadata` (for tests
+    /// comparing both ways).
+    #[doc(hidden)]
+    pub fn aggregate_with(
+        self,
+        aggs: &[Aggregate],
+        use_metadata: bool,
+    ) -> Result<Vec<AggregateValue>> {
+        let array = self.array;
+        let schema = array.schema();
+        let plan = Plan::new(schema, aggs)?;
+        let condition = self.parsed_condition()?;
+        let Some(subarray) = Subarray::build(schema, array.fragments(), &self.ranges)? else {
+            return Ok(plan.finish(&crate::aggregate::Partial::new(&plan)));
+        };
+        let out: Vec<OutField> =
+            plan.fields.iter().map(|f| OutField::attr(schema, f.attr)).collect();
+        let budget = Some(self.budget.unwrap_or(AGGREGATE_BUDGET));
+        let total = if schema.is_dense() {
+            let layout =
+                if subarray.is_multi_range() { Layout::RowMajor } else { Layout::GlobalOrder };
+            let mut r = DenseReader::new(array, &subarray, out, layout, budget, condition)?;
+            r.aggregate(&plan, use_metadata)?
+        } else {
+            let filter = SparseFilter { condition, deletes: self.deletes()? };
+            let mut r =
+                SparseReader::new(array, &subarray, out, Layout::Unordered, budget, filter)?;
+            r.aggregate(&plan, use_metadata)?
+        };
+        Ok(plan.finish(&total))
+    }
 }
+
+/// The memory budget of an aggregate's tile windows when the read sets none.
+const AGGREGATE_BUDGET: u64 = 256 << 20;
 
 /// The batches of a read (see [`ReadQuery::batches`]).
 #[derive(Debug)]

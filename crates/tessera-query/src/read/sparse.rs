@@ -20,27 +20,50 @@
 //! (duplicates allowed, or fragments that cannot share coordinates), and merges in global
 //! order otherwise, as libtiledb does.
 //!
-//! Hook for query conditions and delete commits (to come): they apply to the selected cells
-//! of a loaded tile; libtiledb applies both after deduplication (`post_dedup_bitmap`), where
-//! `SparseReader::keep_after_dedup` applies the delete timestamps today.
+//! Query conditions and delete commits (and the delete timestamps of fragments consolidated
+//! with deletes kept) are evaluated over whole loaded tiles, one bitmap per tile; as
+//! libtiledb does (`post_dedup_bitmap`), the bitmap applies after deduplication, so a newest
+//! version that fails the condition or was deleted hides the older ones. Without
+//! deduplication the bitmap simply narrows the tile's selection. The fields conditions and
+//! deletes read are loaded with the others and not returned. With a condition, tiles whose
+//! metadata (min, max, null count) proves that no cell matches are skipped unread, where
+//! skipping cannot change deduplication (duplicates allowed, or a fragment without per-cell
+//! timestamps overlapping no other).
 
 use std::cmp::Ordering;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 use tessera_fragment::dim_types;
+use tessera_fragment::fields::{DELETE_TIMESTAMPS, TIMESTAMPS};
 use tessera_rtree::{DimType, Mbr, Range, TileOverlap};
-use tessera_types::Layout;
+use tessera_types::{Datatype, Layout};
 
+use crate::aggregate::{Cells, Partial, Plan};
 use crate::array::Array;
+use crate::condition::{
+    ColumnView, DeleteApplies, DeleteCondition, FragmentDeleteInfo, QueryCondition,
+    apply_deletes_views, delete_fields,
+};
 use crate::fragment::Fragment;
 use crate::read::column::{OutField, Source, gather};
 use crate::read::order::{GlobalOrder, cmp_bytes, ord_key, tile_index};
+use crate::read::stats::{FieldMeta, Want};
 use crate::read::subarray::Subarray;
 use crate::read::tiles::{DecodedTile, FieldReader, QField, TileCells, TileJob, load_tiles};
 use crate::result::ReadResult;
 use crate::{Error, Result};
+
+/// What removes cells of a sparse read besides the subarray: the query condition and the
+/// visible delete (and update) commits.
+#[derive(Debug, Default)]
+pub(crate) struct SparseFilter {
+    /// The query condition.
+    pub(crate) condition: Option<QueryCondition>,
+    /// The visible delete and update commits, by timestamp.
+    pub(crate) deletes: Vec<DeleteCondition>,
+}
 
 /// How results are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +79,8 @@ enum Mode {
 /// A fragment taking part in a sparse read.
 #[derive(Debug)]
 struct SFrag {
+    /// The fragment.
+    fragment: Arc<Fragment>,
     /// Position in the array's fragment order (larger is newer).
     order: usize,
     /// The tiles meeting the subarray, in tile order.
@@ -69,10 +94,30 @@ struct SFrag {
     partial_ts: bool,
     /// Whether the fragment stores per-cell timestamps.
     has_ts: bool,
-    /// Whether the fragment stores delete timestamps.
-    has_dt: bool,
-    /// Start of the fragment's time range.
+    /// The fragment's time range.
     t1: u64,
+    t2: u64,
+    /// The markers of the deletes a consolidation applied (fragments with delete metadata).
+    processed: Option<Vec<String>>,
+    /// Whether cells go through the condition, deletes or delete timestamps.
+    filtered: bool,
+    /// The slots those read.
+    filter_slots: Vec<usize>,
+    /// Whether no other fragment can hold the coordinates of this one's cells (or
+    /// duplicates are allowed), so its cells are never deduplicated against others'.
+    alone: bool,
+    /// Its position among the fragments of the read (`SparseReader::neds`).
+    index: usize,
+}
+
+impl SFrag {
+    fn delete_info(&self) -> FragmentDeleteInfo<'_> {
+        FragmentDeleteInfo {
+            timestamp_range: (self.t1, self.t2),
+            has_timestamps: self.has_ts,
+            processed_conditions: self.processed.as_deref(),
+        }
+    }
 }
 
 /// Comparison keys of the selected cells of a tile, indexed by selection position.
@@ -90,6 +135,11 @@ struct Keys {
 struct LoadedTile {
     /// Index in `SparseReader::frags`.
     frag: usize,
+    /// The tile's index in its fragment.
+    tile: u64,
+    /// Which cells (by position in the tile) pass the condition and deletes, when that is
+    /// decided after deduplication.
+    keep: Option<Vec<bool>>,
     /// Decoded fields by slot.
     fields: Vec<Option<Arc<DecodedTile>>>,
     /// The selected cells (inside the subarray and the open time range), ascending.
@@ -230,6 +280,8 @@ pub(crate) struct SparseReader<'a> {
     /// Order keys of the ranges of fixed-size dimensions.
     range_keys: Vec<Vec<(u64, u64)>>,
     frags: Vec<SFrag>,
+    /// The non-empty domain of each fragment of the read (by `SFrag::index`).
+    neds: Vec<Mbr>,
     out: Vec<OutField>,
     /// Field slot of each output field.
     out_slots: Vec<usize>,
@@ -237,8 +289,14 @@ pub(crate) struct SparseReader<'a> {
     qfields: Vec<QField>,
     cmp: Cmp,
     allows_dups: bool,
-    /// Slot of the delete timestamps field.
-    dt_slot: usize,
+    /// Whether cells with equal coordinates are deduplicated.
+    dedup: bool,
+    /// The query condition and deletes.
+    filter: SparseFilter,
+    /// Field names conditions and deletes read, with their slots.
+    names: Vec<(String, usize)>,
+    /// Datatype and values per cell of each slot.
+    slot_types: Vec<(Datatype, u32)>,
     open: (u64, u64),
     budget: Option<u64>,
     started: bool,
@@ -255,19 +313,20 @@ pub(crate) struct SparseReader<'a> {
 }
 
 impl<'a> SparseReader<'a> {
-    /// Prepares a sparse read of `out` over `subarray` in `layout`. Multi-range subarrays
-    /// return each cell once, in any layout (libtiledb refuses them in global order; cli.md
-    /// asks for them).
+    /// Prepares a sparse read of `out` over `subarray` in `layout`, keeping the cells that
+    /// pass `filter`. Multi-range subarrays return each cell once, in any layout (libtiledb
+    /// refuses them in global order; cli.md asks for them).
     ///
     /// # Errors
-    /// Storage and metadata errors loading R-trees and tile offsets;
-    /// [`Error::Unsupported`] when delete or update commits apply.
+    /// Storage and metadata errors loading R-trees, tile offsets, processed conditions and
+    /// tile metadata.
     pub(crate) fn new(
         array: &'a Array,
         subarray: &Subarray,
         out: Vec<OutField>,
         layout: Layout,
         budget: Option<u64>,
+        filter: SparseFilter,
     ) -> Result<Self> {
         let schema = array.schema();
         let dims = dim_types(schema);
@@ -323,8 +382,6 @@ impl<'a> SparseReader<'a> {
             .map(|((o, f), t)| (o, f.clone(), t))
             .collect();
 
-        unapplied_deletes(array, &used)?;
-
         // The mode.
         let any_ts = used.iter().any(|(_, f, _)| f.footer().has_timestamps);
         let mode = match layout {
@@ -345,6 +402,14 @@ impl<'a> SparseReader<'a> {
             }
         };
         let dedup = !allows_dups && mode != Mode::Concat;
+        // Fragments whose tiles may be skipped on their metadata: no other fragment can hold
+        // their coordinates (so skipping cannot let an older version through).
+        let skippable: Vec<bool> = (0..used.len())
+            .map(|i| {
+                allows_dups
+                    || (!used[i].1.footer().has_timestamps && overlaps_none(&dims, &used, i))
+            })
+            .collect();
 
         // The fields to read, by slot: dimensions, timestamps, delete timestamps, attributes.
         let dim_num = schema.dimensions.len();
@@ -353,28 +418,124 @@ impl<'a> SparseReader<'a> {
         qfields.push(QField::Timestamps);
         let dt_slot = qfields.len();
         qfields.push(QField::DeleteTimestamps);
+        let attr_slot = |qfields: &mut Vec<QField>, a: usize| {
+            let q = QField::Attr(a);
+            qfields.iter().position(|x| *x == q).unwrap_or_else(|| {
+                qfields.push(q);
+                qfields.len() - 1
+            })
+        };
         let mut out_slots = Vec::with_capacity(out.len());
         for f in &out {
             match f.source {
                 Source::Dim(d) => out_slots.push(d),
-                Source::Attr(a) => {
-                    let q = QField::Attr(a);
-                    let slot = qfields.iter().position(|x| *x == q).unwrap_or_else(|| {
-                        qfields.push(q);
-                        qfields.len() - 1
-                    });
-                    out_slots.push(slot);
-                }
+                Source::Attr(a) => out_slots.push(attr_slot(&mut qfields, a)),
             }
         }
+        // The fields conditions and deletes read, by name.
+        let mut names: Vec<(String, usize)> = Vec::new();
+        for (d, dim) in schema.dimensions.iter().enumerate() {
+            names.push((dim.name.clone(), d));
+        }
+        names.push((TIMESTAMPS.to_owned(), ts_slot));
+        names.push((DELETE_TIMESTAMPS.to_owned(), dt_slot));
+        let mut filter_fields: Vec<&str> = Vec::new();
+        if let Some(c) = &filter.condition {
+            filter_fields.extend(c.fields());
+        }
+        for d in &filter.deletes {
+            filter_fields.extend(d.stored().fields());
+        }
+        for name in filter_fields {
+            if names.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            if let Some(a) = schema.attributes.iter().position(|x| x.name == name) {
+                let slot = attr_slot(&mut qfields, a);
+                names.push((name.to_owned(), slot));
+            }
+        }
+        let slot_types: Vec<(Datatype, u32)> = qfields
+            .iter()
+            .map(|q| match *q {
+                QField::Dim(d) => {
+                    (schema.dimensions[d].datatype, schema.dimensions[d].cell_val_num)
+                }
+                QField::Attr(a) => {
+                    (schema.attributes[a].datatype, schema.attributes[a].cell_val_num)
+                }
+                QField::Timestamps | QField::DeleteTimestamps => (Datatype::UInt64, 1),
+            })
+            .collect();
+
         let (start, end) = open;
+        let filter_ref = &filter;
+        let names_ref = &names;
+        let neds: Vec<Mbr> = used
+            .iter()
+            .map(|(_, f, _)| f.footer().non_empty_domain.clone().unwrap_or_else(|| Mbr(Vec::new())))
+            .collect();
+        let neds_ref = &neds;
+        let dims_ref = &dims;
         let built: Vec<SFrag> = used
             .par_drain(..)
-            .map(|(o, f, tiles)| {
+            .zip(skippable.into_par_iter())
+            .enumerate()
+            .map(|(index, ((o, f, mut tiles), skippable))| {
                 let footer = f.footer();
                 let (t1, t2) = f.name().timestamp_range();
                 let has_ts = footer.has_timestamps;
+                let has_dt = footer.has_delete_meta;
                 let partial_ts = has_ts && !(start <= t1 && t2 <= end);
+                let processed = if has_dt && !filter_ref.deletes.is_empty() {
+                    Some(processed_conditions(storage, &f)?)
+                } else if has_dt {
+                    Some(Vec::new())
+                } else {
+                    None
+                };
+                let info = FragmentDeleteInfo {
+                    timestamp_range: (t1, t2),
+                    has_timestamps: has_ts,
+                    processed_conditions: processed.as_deref(),
+                };
+                let deleted = filter_ref.deletes.iter().any(|d| {
+                    matches!(
+                        d.applies_to(&info),
+                        DeleteApplies::AllCells | DeleteApplies::CellsUpToTimestamp
+                    )
+                });
+                let filtered = filter_ref.condition.is_some() || deleted || has_dt;
+                let mut filter_slots: Vec<usize> = Vec::new();
+                if filtered {
+                    let mut wanted: Vec<&str> = Vec::new();
+                    if let Some(c) = &filter_ref.condition {
+                        wanted.extend(c.fields());
+                    }
+                    wanted.extend(delete_fields(&filter_ref.deletes, &info));
+                    for w in wanted {
+                        if let Some(&(_, s)) = names_ref.iter().find(|(n, _)| n == w)
+                            && !filter_slots.contains(&s)
+                        {
+                            filter_slots.push(s);
+                        }
+                    }
+                }
+                // Tiles no cell of which can satisfy the condition (where skipping them cannot
+                // change deduplication).
+                let cells = TileCells::of(&f)?;
+                if let Some(c) = &filter_ref.condition {
+                    let alone = if skippable {
+                        vec![true; tiles.len()]
+                    } else if has_ts {
+                        vec![false; tiles.len()]
+                    } else {
+                        lone_tiles(storage, dims_ref, &f, &tiles, neds_ref, index)?
+                    };
+                    if alone.iter().any(|&a| a) {
+                        prune(storage, &f, c, &cells, &mut tiles, &alone)?;
+                    }
+                }
                 // Coordinates are read to compare cells, to check cells of tiles partly in the
                 // subarray, or to return them.
                 let coords_needed = mode != Mode::Concat || tiles.iter().any(|t| !t.full);
@@ -382,25 +543,32 @@ impl<'a> SparseReader<'a> {
                     .iter()
                     .enumerate()
                     .map(|(slot, &q)| {
+                        let wanted = out_slots.contains(&slot) || filter_slots.contains(&slot);
                         let needed = match q {
-                            QField::Dim(_) => coords_needed || out_slots.contains(&slot),
-                            QField::Attr(_) => true,
-                            QField::Timestamps => has_ts && (partial_ts || dedup),
-                            QField::DeleteTimestamps => footer.has_delete_meta,
+                            QField::Dim(_) => coords_needed || wanted,
+                            QField::Attr(_) => wanted,
+                            QField::Timestamps => has_ts && (partial_ts || dedup || wanted),
+                            QField::DeleteTimestamps => has_dt,
                         };
                         if needed { FieldReader::new(storage, &f, schema, q) } else { Ok(None) }
                     })
                     .collect::<Result<Vec<_>>>()?;
                 Ok(SFrag {
+                    fragment: f.clone(),
                     order: o,
                     tiles,
                     next: 0,
-                    cells: TileCells::of(&f)?,
+                    cells,
                     readers,
                     partial_ts,
                     has_ts,
-                    has_dt: footer.has_delete_meta,
                     t1,
+                    t2,
+                    processed,
+                    filtered,
+                    filter_slots,
+                    alone: skippable,
+                    index,
                 })
             })
             .collect::<Result<_>>()?;
@@ -432,12 +600,16 @@ impl<'a> SparseReader<'a> {
             ranges,
             range_keys,
             frags: built,
+            neds,
             out,
             out_slots,
             qfields,
             cmp,
             allows_dups,
-            dt_slot,
+            dedup,
+            filter,
+            names,
+            slot_types,
             open,
             budget,
             started: false,
@@ -493,8 +665,10 @@ impl<'a> SparseReader<'a> {
         let dim_num = self.dims.len();
         let mut tiles: Vec<LoadedTile> = window
             .iter()
-            .map(|&(f, _)| LoadedTile {
+            .map(|&(f, ov)| LoadedTile {
                 frag: f,
+                tile: ov.tile,
+                keep: None,
                 fields: vec![None; nslots],
                 sel: Vec::new(),
                 keys: Keys::default(),
@@ -551,7 +725,9 @@ impl<'a> SparseReader<'a> {
                     continue;
                 }
                 let wanted = match self.qfields[s] {
-                    QField::Dim(_) => keys || self.out_slots.contains(&s),
+                    QField::Dim(_) => {
+                        keys || self.out_slots.contains(&s) || frag.filter_slots.contains(&s)
+                    }
                     _ => true,
                 };
                 if wanted {
@@ -563,6 +739,7 @@ impl<'a> SparseReader<'a> {
         for ((i, s), t) in dest.into_iter().zip(load_tiles(storage, &jobs)?) {
             tiles[i].fields[s] = Some(t);
         }
+        tiles.par_iter_mut().map(|t| self.filter_tile(t)).collect::<Result<()>>()?;
         tiles.retain(|t| !t.sel.is_empty());
         if keys {
             tiles.par_iter_mut().for_each(|t| self.compute_keys(t));
@@ -655,19 +832,56 @@ impl<'a> SparseReader<'a> {
         t.keys = keys;
     }
 
-    /// Whether a cell that won deduplication (or any cell, with duplicates) is returned: it
-    /// was not deleted at or before the open time by a consolidation that kept it
-    /// (libtiledb's delete-timestamps condition: `dt > open_end`, or `>=` when the open end is
-    /// `u64::MAX`). Query conditions and delete commits will apply here too.
+    /// Whether a cell that won deduplication is returned: it passes the query condition and
+    /// the deletes (libtiledb's post-deduplication bitmap). Without deduplication the tile's
+    /// selection holds only such cells already.
     fn keep_after_dedup(&self, t: &LoadedTile, k: usize) -> bool {
+        t.keep.as_ref().is_none_or(|keep| keep[t.sel[k] as usize])
+    }
+
+    /// The view of field `name` in a loaded tile's fields, for conditions and deletes.
+    fn view_of<'t>(
+        &self,
+        fields: &'t [Option<Arc<DecodedTile>>],
+        name: &str,
+    ) -> Option<ColumnView<'t>> {
+        let &(_, s) = self.names.iter().find(|(n, _)| n == name)?;
+        let d = fields[s].as_ref()?;
+        let (datatype, cell_val_num) = self.slot_types[s];
+        Some(ColumnView {
+            datatype,
+            cell_val_num,
+            data: &d.data,
+            offsets: d.offsets.as_deref(),
+            validity: d.validity.as_deref(),
+        })
+    }
+
+    /// Evaluates the condition and deletes over the whole of tile `t` (tile `tile` of its
+    /// fragment): with deduplication the result is kept for after it, otherwise the
+    /// selection is narrowed now.
+    fn filter_tile(&self, t: &mut LoadedTile) -> Result<()> {
         let frag = &self.frags[t.frag];
-        if !frag.has_dt {
-            return true;
+        if !frag.filtered || t.sel.is_empty() {
+            return Ok(());
         }
-        let Some(dt) = &t.fields[self.dt_slot] else { return true };
-        let v = u64_at(&dt.data, t.sel[k] as usize);
-        let end = self.open.1;
-        if end == u64::MAX { v >= end } else { v > end }
+        let n = frag.cells.get(t.tile) as usize;
+        let mut keep = vec![true; n];
+        {
+            let fields = &t.fields;
+            let col = |name: &str| self.view_of(fields, name);
+            if let Some(c) = &self.filter.condition {
+                c.evaluate_views(&col, &mut keep)?;
+            }
+            let info = frag.delete_info();
+            apply_deletes_views(&self.filter.deletes, &info, self.open.1, &col, &mut keep)?;
+        }
+        if self.dedup {
+            t.keep = Some(keep);
+        } else {
+            t.sel.retain(|&c| keep[c as usize]);
+        }
+        Ok(())
     }
 
     /// Starts the read: loads the first windows.
@@ -903,6 +1117,105 @@ impl<'a> SparseReader<'a> {
         }
     }
 
+    /// Aggregates the cells of the read (see [`crate::aggregate`]): the attributes read are
+    /// `plan`'s fields, in order. Whole tiles inside the subarray of fragments that no
+    /// condition, delete or other fragment affects are answered from tile metadata when
+    /// `use_metadata` and the metadata is exact for them. One partial per tile, folded in
+    /// (fragment, tile) order.
+    ///
+    /// # Errors
+    /// Storage errors and tiles that do not decode; condition errors.
+    pub(crate) fn aggregate(&mut self, plan: &Plan, use_metadata: bool) -> Result<Partial> {
+        let mut parts: BTreeMap<(usize, u64), Partial> = BTreeMap::new();
+        if use_metadata {
+            let storage = self.array.storage().as_ref();
+            let (dims, neds) = (&self.dims, &self.neds);
+            let found: Vec<Vec<((usize, u64), Partial)>> = self
+                .frags
+                .par_iter_mut()
+                .map(|frag| tiles_from_metadata(storage, plan, frag, dims, neds))
+                .collect::<Result<_>>()?;
+            parts.extend(found.into_iter().flatten());
+        }
+        match self.mode {
+            Mode::Concat => {
+                self.started = true;
+                for f in 0..self.frags.len() {
+                    loop {
+                        self.ensure(f)?;
+                        if self.cursors[f].tiles.is_empty() {
+                            break;
+                        }
+                        let tiles: Vec<Arc<LoadedTile>> = self.cursors[f].tiles.drain(..).collect();
+                        let done: Vec<((usize, u64), Partial)> = tiles
+                            .par_iter()
+                            .map(|t| {
+                                let mut p = Partial::new(plan);
+                                self.scan_tile(plan, t, Cells::List(&t.sel), &mut p);
+                                ((self.frags[t.frag].order, t.tile), p)
+                            })
+                            .collect();
+                        for (k, p) in done {
+                            merge_into(&mut parts, plan, k, &p);
+                        }
+                    }
+                }
+            }
+            Mode::Merge | Mode::Sort => {
+                let mut group: Vec<u32> = Vec::new();
+                let mut current: Option<Arc<LoadedTile>> = None;
+                loop {
+                    let next = self.next_cell()?;
+                    let same = match (&next, &current) {
+                        (Some((t, _)), Some(c)) => Arc::ptr_eq(t, c),
+                        _ => false,
+                    };
+                    if !same {
+                        if let Some(c) = current.take() {
+                            // Into the tile's partial: its cells are aggregated in order.
+                            let key = (self.frags[c.frag].order, c.tile);
+                            let p = parts.entry(key).or_insert_with(|| Partial::new(plan));
+                            self.scan_tile(plan, &c, Cells::List(&group), p);
+                        }
+                        group.clear();
+                    }
+                    let Some((t, k)) = next else { break };
+                    group.push(t.sel[k]);
+                    if current.is_none() {
+                        current = Some(t);
+                    }
+                }
+            }
+        }
+        let mut total = Partial::new(plan);
+        for p in parts.values() {
+            total.merge(plan, p);
+        }
+        Ok(total)
+    }
+
+    /// Adds `cells` of loaded tile `t` to `part`.
+    fn scan_tile(&self, plan: &Plan, t: &LoadedTile, cells: Cells<'_>, part: &mut Partial) {
+        let n = match cells {
+            Cells::Range(s, e) => (e - s) as u64,
+            Cells::List(l) => l.len() as u64,
+            Cells::Masked(_, m) => m.iter().filter(|&&k| k).count() as u64,
+        };
+        part.add_cells(n);
+        for f in 0..plan.fields.len() {
+            let s = self.out_slots[f];
+            let (datatype, cell_val_num) = self.slot_types[s];
+            let view = t.fields[s].as_ref().map(|d| ColumnView {
+                datatype,
+                cell_val_num,
+                data: &d.data,
+                offsets: d.offsets.as_deref(),
+                validity: d.validity.as_deref(),
+            });
+            part.scan(plan, f, view.as_ref(), cells);
+        }
+    }
+
     /// Result bytes of one cell.
     fn cell_bytes(&self, t: &LoadedTile, k: usize) -> u64 {
         let c = t.sel[k] as usize;
@@ -982,49 +1295,178 @@ impl<'a> SparseReader<'a> {
     }
 }
 
-/// Refuses reads that delete or update commits would change: libtiledb applies a visible
-/// commit stamped `T` to every fragment starting at or before `T`, unless a consolidation
-/// already applied it to that fragment (its marker is in the fragment's processed
-/// conditions). Evaluating their conditions comes with query conditions; until then such a
-/// read is an error rather than a result holding deleted cells.
-fn unapplied_deletes(
-    array: &Array,
-    frags: &[(usize, Arc<Fragment>, Vec<TileOverlap>)],
-) -> Result<()> {
-    let storage = array.storage().as_ref();
-    for d in &array.directory().deletes {
-        let t = d.name.t1();
-        let ext = match d.kind {
-            tessera_fragment::CommitKind::Update => "upd",
-            _ => "del",
-        };
-        let marker = d.name.with_extension(ext);
-        for (_, f, _) in frags {
-            if t < f.name().t1() {
-                continue;
-            }
-            if f.footer().has_delete_meta {
-                let part = f.part(storage, tessera_fragment::LazyPart::ProcessedConditions)?;
-                let done =
-                    tessera_fragment::ProcessedConditions::parse(&part).map_err(|source| {
-                        Error::Fragment {
-                            file: format!("{}/{}", f.dir(), crate::FRAGMENT_METADATA_FILE),
-                            source: Box::new(source),
-                        }
-                    })?;
-                if done.0.iter().any(|m| m.ends_with(&marker)) {
-                    continue;
-                }
-            }
-            return Err(Error::Unsupported(format!(
-                "the {} commit {marker} applies to fragment {}: reads applying delete and \
-                 update conditions are not implemented yet",
-                if ext == "upd" { "update" } else { "delete" },
-                f.name().as_str()
-            )));
+/// Folds `p` into the partial of tile `key` (cells of one tile may come in several groups).
+fn merge_into(
+    parts: &mut BTreeMap<(usize, u64), Partial>,
+    plan: &Plan,
+    key: (usize, u64),
+    p: &Partial,
+) {
+    match parts.get_mut(&key) {
+        Some(q) => q.merge(plan, p),
+        None => {
+            parts.insert(key, p.clone());
         }
     }
+}
+
+/// The partial aggregates of the tiles of `frag` that tile metadata answers exactly (whole
+/// tiles inside the subarray, of a fragment no condition, delete, time filter or other
+/// fragment affects), keyed by (fragment order, tile); those tiles are removed from the
+/// fragment's list.
+fn tiles_from_metadata(
+    storage: &dyn tessera_storage::Storage,
+    plan: &Plan,
+    frag: &mut SFrag,
+    dims: &[DimType],
+    neds: &[Mbr],
+) -> Result<Vec<((usize, u64), Partial)>> {
+    if frag.filtered || frag.partial_ts || !frag.tiles.iter().any(|t| t.full) {
+        return Ok(Vec::new());
+    }
+    let alone = if frag.alone {
+        vec![true; frag.tiles.len()]
+    } else if frag.has_ts {
+        return Ok(Vec::new());
+    } else {
+        lone_tiles(storage, dims, &frag.fragment, &frag.tiles, neds, frag.index)?
+    };
+    if !alone.iter().any(|&a| a) {
+        return Ok(Vec::new());
+    }
+    let mut metas: Vec<Option<FieldMeta>> = Vec::with_capacity(plan.fields.len());
+    let mut stored: Vec<bool> = Vec::with_capacity(plan.fields.len());
+    for field in &plan.fields {
+        let has = frag.fragment.schema().attributes.iter().any(|a| a.name == field.name);
+        stored.push(has);
+        if !has {
+            metas.push(None);
+            continue;
+        }
+        match FieldMeta::load(storage, &frag.fragment, &field.name, field.want)? {
+            Some(m) => metas.push(Some(m)),
+            None => return Ok(Vec::new()),
+        }
+    }
+    let mut out = Vec::new();
+    let cells = frag.cells;
+    let mut k = 0;
+    frag.tiles.retain(|ov| {
+        k += 1;
+        if !ov.full || !alone[k - 1] {
+            return true;
+        }
+        let n = cells.get(ov.tile);
+        let mut stats = Vec::with_capacity(metas.len());
+        for (m, field) in metas.iter().zip(&plan.fields) {
+            match m {
+                Some(m) => match m.exact(ov.tile, n, field.want) {
+                    Some(s) => stats.push(Some(s)),
+                    None => return true,
+                },
+                None => stats.push(None),
+            }
+        }
+        let mut p = Partial::new(plan);
+        p.add_tile_stats(plan, n, &stats);
+        for (f, has) in stored.iter().enumerate() {
+            if !has {
+                p.scan_fill(plan, f, n);
+            }
+        }
+        out.push(((frag.order, ov.tile), p));
+        false
+    });
+    Ok(out)
+}
+
+/// The markers of the delete and update commits a consolidation applied to fragment `f`
+/// (its processed conditions).
+fn processed_conditions(
+    storage: &dyn tessera_storage::Storage,
+    f: &Fragment,
+) -> Result<Vec<String>> {
+    let part = f.part(storage, tessera_fragment::LazyPart::ProcessedConditions)?;
+    let done =
+        tessera_fragment::ProcessedConditions::parse(&part).map_err(|source| Error::Fragment {
+            file: format!("{}/{}", f.dir(), crate::FRAGMENT_METADATA_FILE),
+            source: Box::new(source),
+        })?;
+    Ok(done.0)
+}
+
+/// Drops from `tiles` (of fragment `f`) the tiles whose metadata proves that no cell
+/// satisfies `cond`.
+fn prune(
+    storage: &dyn tessera_storage::Storage,
+    f: &Fragment,
+    cond: &QueryCondition,
+    cells: &TileCells,
+    tiles: &mut Vec<TileOverlap>,
+    skippable: &[bool],
+) -> Result<()> {
+    let want = Want { min_max: true, sums: false, null_counts: true };
+    // (Float min/max come with the tile sums, which tell whether a tile holds a NaN.)
+    let metas: Vec<(&str, Option<FieldMeta>)> = cond
+        .fields()
+        .into_iter()
+        .map(|name| Ok((name, FieldMeta::load(storage, f, name, want)?)))
+        .collect::<Result<_>>()?;
+    if metas.iter().all(|(_, m)| m.is_none()) {
+        return Ok(());
+    }
+    let mut k = 0;
+    tiles.retain(|ov| {
+        k += 1;
+        if !skippable[k - 1] {
+            return true;
+        }
+        let n = cells.get(ov.tile);
+        cond.may_match(&|name: &str| {
+            metas
+                .iter()
+                .find(|(m, _)| *m == name)
+                .and_then(|(_, m)| m.as_ref())
+                .map(|m| m.prune_stats(ov.tile, n))
+        })
+    });
     Ok(())
+}
+
+/// For each of `tiles` (of fragment `f`, the `i`-th of the read), whether its MBR overlaps
+/// the non-empty domain of no other fragment of the read (`neds`), so no other fragment can
+/// hold its coordinates.
+fn lone_tiles(
+    storage: &dyn tessera_storage::Storage,
+    dims: &[DimType],
+    f: &Fragment,
+    tiles: &[TileOverlap],
+    neds: &[Mbr],
+    i: usize,
+) -> Result<Vec<bool>> {
+    let rtree = f.rtree(storage)?;
+    Ok(tiles
+        .iter()
+        .map(|ov| {
+            rtree.leaf(ov.tile).is_some_and(|mbr| {
+                neds.iter()
+                    .enumerate()
+                    .all(|(j, n)| j == i || n.0.is_empty() || !mbr.overlaps(dims, n))
+            })
+        })
+        .collect())
+}
+
+/// Whether the non-empty domain of fragment `i` of `frags` overlaps no other's.
+fn overlaps_none(
+    dims: &[DimType],
+    frags: &[(usize, Arc<Fragment>, Vec<TileOverlap>)],
+    i: usize,
+) -> bool {
+    let Some(ned) = frags[i].1.footer().non_empty_domain.as_ref() else { return true };
+    frags.iter().enumerate().all(|(j, (_, f, _))| {
+        j == i || f.footer().non_empty_domain.as_ref().is_none_or(|o| !o.overlaps(dims, ned))
+    })
 }
 
 /// Whether `v` lies in one of `ranges` (sorted, disjoint).

@@ -1,0 +1,989 @@
+//! Aggregates over the cells a read selects: `count`, `sum(a)`, `min(a)`, `max(a)`,
+//! `mean(a)` and `null_count(a)`, with libtiledb 2.30's semantics
+//! (`tiledb/sm/query/readers/aggregators/*`):
+//!
+//! * the cells are those a read of the same subarray, time range and condition returns,
+//!   deletes applied: on a sparse array the cells that match; on a dense array every cell of
+//!   the subarray (cells no fragment wrote hold the fill value; multi-range subarrays repeat
+//!   cells where ranges overlap, as dense reads do), except that a cell failing the condition
+//!   is left out (libtiledb's dense reads return it as the fill value; an aggregate of the
+//!   matching cells leaves it out, which is also what libtiledb's dense sum, min, max and
+//!   mean do);
+//! * `sum` adds in `i64` for signed integers, `char`, datetimes and times, in `u64` for
+//!   unsigned integers and `bool`, in `f64` for floats; on overflow the sum stops and is
+//!   reported as the type's maximum (null for a nullable attribute), as libtiledb does;
+//! * `mean` is the sum divided by the number of non-null cells, as `f64` (`f64::MAX` after an
+//!   overflow, null for a nullable attribute);
+//! * `min`/`max` keep the attribute's type (numbers with one value per cell; `char` and
+//!   `string_ascii` values compare bytewise);
+//! * null cells are skipped; `null_count` needs a nullable attribute; an aggregate without a
+//!   value (no cells, or only nulls) is null — except a sum over an attribute that is not
+//!   nullable, which is 0, as in libtiledb.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tessera_query::Array;
+//! use tessera_query::aggregate::{Aggregate, AggregateValue};
+//! use tessera_schema::{ArraySchema, Attribute, Dimension};
+//! use tessera_storage::MemoryStorage;
+//! use tessera_types::{ArrayType, Datatype};
+//!
+//! let storage = Arc::new(MemoryStorage::new());
+//! let schema = ArraySchema::builder(ArrayType::Dense)
+//!     .dimension(Dimension::new("x", Datatype::Int32).domain_i64(1, 10).tile_i64(5))
+//!     .attribute(Attribute::new("a", Datatype::Int32))
+//!     .build()?;
+//! Array::create(storage.clone(), &schema, &[])?;
+//! let array = Array::open(storage)?;
+//! // Nothing written: three fill values (i32::MIN).
+//! let aggs = [Aggregate::parse("count")?, Aggregate::parse("min(a)")?];
+//! let values = array.read().range_i64("x", 2, 4).aggregate(&aggs)?;
+//! assert_eq!(values[0], AggregateValue::UInt(3));
+//! assert_eq!(values[1].to_json(), serde_json::json!(i32::MIN));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use serde_json::Value as Json;
+use tessera_schema::ArraySchema;
+use tessera_schema::json::cell_json;
+use tessera_types::{CELL_VAL_NUM_VAR, Datatype, Primitive};
+
+use crate::condition::ColumnView;
+use crate::read::stats::{ExactStats, Want};
+use crate::{Error, Result};
+
+/// An aggregate operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AggregateOp {
+    /// The number of cells.
+    Count,
+    /// The number of null cells of a nullable attribute.
+    NullCount,
+    /// The sum of the non-null values.
+    Sum,
+    /// The smallest non-null value.
+    Min,
+    /// The largest non-null value.
+    Max,
+    /// The mean of the non-null values.
+    Mean,
+}
+
+impl AggregateOp {
+    /// The operation's name as written in an aggregate (`count`, `null_count`, `sum`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            AggregateOp::Count => "count",
+            AggregateOp::NullCount => "null_count",
+            AggregateOp::Sum => "sum",
+            AggregateOp::Min => "min",
+            AggregateOp::Max => "max",
+            AggregateOp::Mean => "mean",
+        }
+    }
+}
+
+/// One aggregate: an operation and the attribute it applies to (none for `count`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Aggregate {
+    /// The operation.
+    pub op: AggregateOp,
+    /// The attribute (`None` for [`AggregateOp::Count`]).
+    pub field: Option<String>,
+}
+
+impl Aggregate {
+    /// `count`.
+    pub fn count() -> Self {
+        Aggregate { op: AggregateOp::Count, field: None }
+    }
+
+    /// `op(field)`.
+    pub fn of(op: AggregateOp, field: impl Into<String>) -> Self {
+        Aggregate { op, field: Some(field.into()) }
+    }
+
+    /// Parses `count` (or `count()`), `sum(a)`, `min(a)`, `max(a)`, `mean(a)` or
+    /// `null_count(a)` (spaces around the parts allowed; the attribute name is taken as
+    /// written between the parentheses).
+    ///
+    /// # Errors
+    /// [`Error::InvalidQuery`] for an unknown operation, a missing or unexpected attribute,
+    /// or unbalanced parentheses.
+    pub fn parse(text: &str) -> Result<Self> {
+        let bad = |why: &str| Error::InvalidQuery(format!("aggregate {text:?}: {why}"));
+        let t = text.trim();
+        let (name, arg) = match t.find('(') {
+            Some(i) => {
+                let rest = t[i + 1..].trim_end();
+                let inner = rest.strip_suffix(')').ok_or_else(|| bad("expected a closing ')'"))?;
+                (t[..i].trim(), Some(inner.trim()))
+            }
+            None => (t, None),
+        };
+        let op = match name.to_ascii_lowercase().as_str() {
+            "count" => AggregateOp::Count,
+            "null_count" => AggregateOp::NullCount,
+            "sum" => AggregateOp::Sum,
+            "min" => AggregateOp::Min,
+            "max" => AggregateOp::Max,
+            "mean" => AggregateOp::Mean,
+            _ => {
+                return Err(bad("expected count, sum(ATTR), min(ATTR), max(ATTR), mean(ATTR) or \
+                     null_count(ATTR)"));
+            }
+        };
+        match (op, arg) {
+            (AggregateOp::Count, None | Some("")) => Ok(Aggregate::count()),
+            (AggregateOp::Count, Some(_)) => Err(bad("count takes no attribute")),
+            (_, None | Some("")) => Err(bad("an attribute is needed between parentheses")),
+            (op, Some(a)) => Ok(Aggregate::of(op, a)),
+        }
+    }
+}
+
+impl fmt::Display for Aggregate {
+    /// `count`, or `op(field)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.field {
+            None => f.write_str(self.op.name()),
+            Some(a) => write!(f, "{}({a})", self.op.name()),
+        }
+    }
+}
+
+/// The value of an aggregate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AggregateValue {
+    /// No value: no cells (or only nulls), or a nullable attribute's sum that overflowed.
+    Null,
+    /// A count, or the sum of an unsigned attribute.
+    UInt(u64),
+    /// The sum of a signed attribute.
+    Int(i64),
+    /// A mean, or the sum of a float attribute.
+    Float(f64),
+    /// A minimum or maximum, in the attribute's type.
+    Value {
+        /// The attribute's datatype.
+        datatype: Datatype,
+        /// Its values per cell ([`CELL_VAL_NUM_VAR`] for var-sized strings).
+        cell_val_num: u32,
+        /// The value's bytes.
+        bytes: Vec<u8>,
+    },
+}
+
+impl AggregateValue {
+    /// The value as the JSON of `tessera aggregate --json`: integers, floats (as in cells
+    /// JSONL: `"NaN"`, `"Infinity"` as strings), minimums and maximums as cells JSONL prints
+    /// the attribute's values, null.
+    pub fn to_json(&self) -> Json {
+        match self {
+            AggregateValue::Null => Json::Null,
+            AggregateValue::UInt(v) => Json::from(*v),
+            AggregateValue::Int(v) => Json::from(*v),
+            AggregateValue::Float(v) => cell_json(Datatype::Float64, 1, &v.to_le_bytes()),
+            AggregateValue::Value { datatype, cell_val_num, bytes } => {
+                cell_json(*datatype, *cell_val_num, bytes)
+            }
+        }
+    }
+}
+
+/// The numeric interpretation of an attribute's values (sums, numeric min/max).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Num {
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+    F32,
+    F64,
+}
+
+impl Num {
+    fn of(dt: Datatype) -> Option<Num> {
+        use Datatype as D;
+        Some(match dt {
+            D::Int8 | D::Char => Num::I8,
+            D::UInt8 | D::Bool => Num::U8,
+            D::Int16 => Num::I16,
+            D::UInt16 => Num::U16,
+            D::Int32 => Num::I32,
+            D::UInt32 => Num::U32,
+            D::Int64 => Num::I64,
+            D::UInt64 => Num::U64,
+            D::Float32 => Num::F32,
+            D::Float64 => Num::F64,
+            d if d.is_datetime() || d.is_time() => Num::I64,
+            _ => return None,
+        })
+    }
+
+    fn zero(self) -> Sum {
+        match self {
+            Num::I8 | Num::I16 | Num::I32 | Num::I64 => Sum::I64(0),
+            Num::U8 | Num::U16 | Num::U32 | Num::U64 => Sum::U64(0),
+            Num::F32 | Num::F64 => Sum::F64(0.0),
+        }
+    }
+}
+
+/// A running sum in the attribute's sum type.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Sum {
+    /// Signed integers, `char`, datetimes, times.
+    I64(i64),
+    /// Unsigned integers, `bool`.
+    U64(u64),
+    /// Floats.
+    F64(f64),
+}
+
+/// Adding into a sum type with libtiledb's `SafeSum` rule: `false` (and the sum left
+/// unchanged) on overflow.
+trait SumAcc: Copy {
+    fn safe_add(&mut self, v: Self) -> bool;
+}
+
+impl SumAcc for i64 {
+    #[inline]
+    fn safe_add(&mut self, v: i64) -> bool {
+        match self.checked_add(v) {
+            Some(s) => {
+                *self = s;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl SumAcc for u64 {
+    #[inline]
+    fn safe_add(&mut self, v: u64) -> bool {
+        match self.checked_add(v) {
+            Some(s) => {
+                *self = s;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl SumAcc for f64 {
+    #[inline]
+    fn safe_add(&mut self, v: f64) -> bool {
+        if (*self < 0.0) == (v < 0.0) && self.abs() > f64::MAX - v.abs() {
+            return false;
+        }
+        *self += v;
+        true
+    }
+}
+
+/// A numeric type values are aggregated as.
+trait Value: Primitive {
+    type Acc: SumAcc;
+    fn widen(self) -> Self::Acc;
+    fn load(s: Sum) -> Self::Acc;
+    fn store(a: Self::Acc) -> Sum;
+}
+
+macro_rules! value_impl {
+    ($acc:ty, $var:ident: $($t:ty),*) => {$(
+        impl Value for $t {
+            type Acc = $acc;
+            #[inline]
+            fn widen(self) -> $acc {
+                self as $acc
+            }
+            fn load(s: Sum) -> $acc {
+                match s {
+                    Sum::$var(v) => v,
+                    _ => Default::default(),
+                }
+            }
+            fn store(a: $acc) -> Sum {
+                Sum::$var(a)
+            }
+        }
+    )*};
+}
+value_impl!(i64, I64: i8, i16, i32, i64);
+value_impl!(u64, U64: u8, u16, u32, u64);
+value_impl!(f64, F64: f32, f64);
+
+/// One attribute aggregates read, resolved against the schema.
+#[derive(Debug, Clone)]
+pub(crate) struct AggField {
+    /// The attribute's name.
+    pub(crate) name: String,
+    /// Its index in the array schema.
+    pub(crate) attr: usize,
+    /// Its datatype.
+    pub(crate) datatype: Datatype,
+    /// Its values per cell.
+    pub(crate) cell_val_num: u32,
+    /// Whether it is nullable.
+    pub(crate) nullable: bool,
+    /// The statistics the aggregates need.
+    pub(crate) want: Want,
+    /// Numeric interpretation (sums; numeric min/max unless `string`).
+    num: Option<Num>,
+    /// Min/max compare bytewise strings.
+    string: bool,
+    /// Fill value and validity of cells no fragment wrote.
+    pub(crate) fill: Vec<u8>,
+    pub(crate) fill_valid: bool,
+}
+
+impl AggField {
+    /// The bytes per cell of a fixed-size attribute (0 for var-sized).
+    fn cell_size(&self) -> usize {
+        if self.cell_val_num == CELL_VAL_NUM_VAR {
+            0
+        } else {
+            self.datatype.size() * self.cell_val_num as usize
+        }
+    }
+}
+
+/// The aggregates of a read, resolved: the attributes to read and what each aggregate takes.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// The attributes read.
+    pub(crate) fields: Vec<AggField>,
+    /// Each aggregate, with the index of its attribute in `fields`.
+    aggs: Vec<(AggregateOp, Option<usize>)>,
+}
+
+impl Plan {
+    /// Resolves `aggs` against `schema`, checking each as libtiledb does.
+    ///
+    /// # Errors
+    /// [`Error::UnknownField`] for a name that is neither a dimension nor an attribute;
+    /// [`Error::InvalidQuery`] for an aggregate libtiledb refuses: on a dimension, a sum or
+    /// mean of a non-numeric or multi-value attribute, a min or max of an attribute that is
+    /// neither numeric with one value per cell nor an ASCII/`char` string, a null count of
+    /// an attribute that is not nullable.
+    pub(crate) fn new(schema: &ArraySchema, aggs: &[Aggregate]) -> Result<Plan> {
+        let mut fields: Vec<AggField> = Vec::new();
+        let mut out = Vec::with_capacity(aggs.len());
+        for agg in aggs {
+            let Some(name) = &agg.field else {
+                if agg.op != AggregateOp::Count {
+                    return Err(Error::InvalidQuery(format!(
+                        "{} needs an attribute",
+                        agg.op.name()
+                    )));
+                }
+                out.push((AggregateOp::Count, None));
+                continue;
+            };
+            if agg.op == AggregateOp::Count {
+                return Err(Error::InvalidQuery("count takes no attribute".into()));
+            }
+            let bad = |why: String| Error::InvalidQuery(format!("{agg}: {why}"));
+            let Some(a) = schema.attributes.iter().position(|x| &x.name == name) else {
+                if schema.dimension(name).is_some() {
+                    return Err(bad(format!(
+                        "{name:?} is a dimension; aggregates apply to attributes"
+                    )));
+                }
+                return Err(Error::UnknownField(name.clone()));
+            };
+            let attr = &schema.attributes[a];
+            let var = attr.cell_val_num == CELL_VAL_NUM_VAR;
+            let string = matches!(attr.datatype, Datatype::Char | Datatype::StringAscii);
+            let num = if var || attr.cell_val_num != 1 { None } else { Num::of(attr.datatype) };
+            let mut want = Want::default();
+            match agg.op {
+                AggregateOp::Count => {}
+                AggregateOp::NullCount => {
+                    if !attr.nullable {
+                        return Err(bad(format!(
+                            "attribute {name:?} is not nullable (null counts need a nullable \
+                             attribute)"
+                        )));
+                    }
+                    want.null_counts = true;
+                }
+                AggregateOp::Sum | AggregateOp::Mean => {
+                    if num.is_none() {
+                        return Err(bad(format!(
+                            "attribute {name:?} holds {}; sums and means need a numeric \
+                             attribute with one value per cell",
+                            describe(attr.datatype, attr.cell_val_num)
+                        )));
+                    }
+                    want.sums = true;
+                    want.null_counts = true;
+                }
+                AggregateOp::Min | AggregateOp::Max => {
+                    if num.is_none() && !string {
+                        return Err(bad(format!(
+                            "attribute {name:?} holds {}; min and max need a numeric attribute \
+                             with one value per cell or an ASCII string",
+                            describe(attr.datatype, attr.cell_val_num)
+                        )));
+                    }
+                    want.min_max = true;
+                    want.null_counts = true;
+                }
+            }
+            let i = match fields.iter().position(|f| f.attr == a) {
+                Some(i) => i,
+                None => {
+                    fields.push(AggField {
+                        name: name.clone(),
+                        attr: a,
+                        datatype: attr.datatype,
+                        cell_val_num: attr.cell_val_num,
+                        nullable: attr.nullable,
+                        want: Want::default(),
+                        num,
+                        string,
+                        fill: attr.fill_value.clone(),
+                        fill_valid: attr.fill_value_validity || !attr.nullable,
+                    });
+                    fields.len() - 1
+                }
+            };
+            let w = &mut fields[i].want;
+            w.min_max |= want.min_max;
+            w.sums |= want.sums;
+            w.null_counts |= want.null_counts;
+            out.push((agg.op, Some(i)));
+        }
+        Ok(Plan { fields, aggs: out })
+    }
+
+    /// Whether only `count` is asked for.
+    pub(crate) fn count_only(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// The values of the aggregates from the combined partial.
+    pub(crate) fn finish(&self, total: &Partial) -> Vec<AggregateValue> {
+        self.aggs
+            .iter()
+            .map(|&(op, f)| {
+                let Some(f) = f else { return AggregateValue::UInt(total.cells) };
+                let field = &self.fields[f];
+                let acc = &total.fields[f];
+                match op {
+                    AggregateOp::Count => AggregateValue::UInt(total.cells),
+                    AggregateOp::NullCount => AggregateValue::UInt(acc.nulls),
+                    AggregateOp::Sum => {
+                        if acc.overflow {
+                            if field.nullable {
+                                return AggregateValue::Null;
+                            }
+                            return match acc.sum {
+                                Sum::I64(_) => AggregateValue::Int(i64::MAX),
+                                Sum::U64(_) => AggregateValue::UInt(u64::MAX),
+                                Sum::F64(_) => AggregateValue::Float(f64::MAX),
+                            };
+                        }
+                        if field.nullable && acc.values == 0 {
+                            return AggregateValue::Null;
+                        }
+                        match acc.sum {
+                            Sum::I64(v) => AggregateValue::Int(v),
+                            Sum::U64(v) => AggregateValue::UInt(v),
+                            Sum::F64(v) => AggregateValue::Float(v),
+                        }
+                    }
+                    AggregateOp::Mean => {
+                        if acc.overflow {
+                            return if field.nullable {
+                                AggregateValue::Null
+                            } else {
+                                AggregateValue::Float(f64::MAX)
+                            };
+                        }
+                        if acc.values == 0 {
+                            return AggregateValue::Null;
+                        }
+                        let s = match acc.sum {
+                            Sum::I64(v) => v as f64,
+                            Sum::U64(v) => v as f64,
+                            Sum::F64(v) => v,
+                        };
+                        AggregateValue::Float(s / acc.values as f64)
+                    }
+                    AggregateOp::Min | AggregateOp::Max => {
+                        let v = if op == AggregateOp::Min { &acc.min } else { &acc.max };
+                        match v {
+                            Some(bytes) => AggregateValue::Value {
+                                datatype: field.datatype,
+                                cell_val_num: field.cell_val_num,
+                                bytes: bytes.clone(),
+                            },
+                            None => AggregateValue::Null,
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+}
+
+fn describe(dt: Datatype, cvn: u32) -> String {
+    match cvn {
+        CELL_VAL_NUM_VAR => format!("var-sized {dt} values"),
+        1 => format!("{dt} values"),
+        n => format!("{dt} values, {n} per cell"),
+    }
+}
+
+/// Which cells of a tile (or column) to aggregate.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Cells<'a> {
+    /// A run of consecutive cells.
+    Range(usize, usize),
+    /// The listed cells, ascending.
+    List(&'a [u32]),
+    /// The cells of a run whose `mask` entry (indexed from the run's first cell) is true.
+    Masked(usize, &'a [bool]),
+}
+
+/// The aggregate state of one attribute over some cells.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FieldAcc {
+    /// Non-null cells.
+    values: u64,
+    /// Null cells.
+    nulls: u64,
+    sum: Sum,
+    overflow: bool,
+    min: Option<Vec<u8>>,
+    max: Option<Vec<u8>>,
+}
+
+/// The aggregate state over some cells (one tile, a run of tiles, or everything): the cell
+/// count and each attribute's state.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Partial {
+    /// Cells.
+    pub(crate) cells: u64,
+    fields: Vec<FieldAcc>,
+}
+
+/// `a < b` for min/max values of `field` (`std::less`, as libtiledb compares).
+fn less(field: &AggField, a: &[u8], b: &[u8]) -> bool {
+    if field.string || field.num.is_none() {
+        return a < b;
+    }
+    macro_rules! lt {
+        ($t:ty) => {
+            <$t>::read_le(a) < <$t>::read_le(b)
+        };
+    }
+    match field.num {
+        Some(Num::I8) => lt!(i8),
+        Some(Num::U8) => lt!(u8),
+        Some(Num::I16) => lt!(i16),
+        Some(Num::U16) => lt!(u16),
+        Some(Num::I32) => lt!(i32),
+        Some(Num::U32) => lt!(u32),
+        Some(Num::I64) => lt!(i64),
+        Some(Num::U64) => lt!(u64),
+        Some(Num::F32) => lt!(f32),
+        Some(Num::F64) => lt!(f64),
+        None => a < b,
+    }
+}
+
+impl FieldAcc {
+    fn new(field: &AggField) -> Self {
+        FieldAcc {
+            values: 0,
+            nulls: 0,
+            sum: field.num.map_or(Sum::I64(0), Num::zero),
+            overflow: false,
+            min: None,
+            max: None,
+        }
+    }
+
+    fn add_sum(&mut self, s: Sum) {
+        if self.overflow {
+            return;
+        }
+        let ok = match (&mut self.sum, s) {
+            (Sum::I64(a), Sum::I64(b)) => a.safe_add(b),
+            (Sum::U64(a), Sum::U64(b)) => a.safe_add(b),
+            (Sum::F64(a), Sum::F64(b)) => a.safe_add(b),
+            _ => true,
+        };
+        if !ok {
+            self.overflow = true;
+        }
+    }
+
+    fn offer_min(&mut self, field: &AggField, v: &[u8]) {
+        if self.min.as_deref().is_none_or(|m| less(field, v, m)) {
+            self.min = Some(v.to_vec());
+        }
+    }
+
+    fn offer_max(&mut self, field: &AggField, v: &[u8]) {
+        if self.max.as_deref().is_none_or(|m| less(field, m, v)) {
+            self.max = Some(v.to_vec());
+        }
+    }
+
+    /// Folds `other` (the state of later cells) in.
+    fn merge(&mut self, field: &AggField, other: &FieldAcc) {
+        self.values += other.values;
+        self.nulls += other.nulls;
+        if other.overflow {
+            self.overflow = true;
+        } else {
+            self.add_sum(other.sum);
+        }
+        if let Some(m) = &other.min {
+            self.offer_min(field, m);
+        }
+        if let Some(m) = &other.max {
+            self.offer_max(field, m);
+        }
+    }
+}
+
+impl Partial {
+    /// The state of no cells.
+    pub(crate) fn new(plan: &Plan) -> Self {
+        Partial { cells: 0, fields: plan.fields.iter().map(FieldAcc::new).collect() }
+    }
+
+    /// Folds `other` (the state of later cells) in, as libtiledb folds the state of one
+    /// tile or cell slab into the total.
+    pub(crate) fn merge(&mut self, plan: &Plan, other: &Partial) {
+        self.cells += other.cells;
+        for ((acc, o), field) in self.fields.iter_mut().zip(&other.fields).zip(&plan.fields) {
+            acc.merge(field, o);
+        }
+    }
+
+    /// Adds the state of a whole tile of `cell_num` cells from its metadata; `stats[f]` is
+    /// field `f`'s, from [`crate::read::stats::FieldMeta::exact`] with the field's wants.
+    pub(crate) fn add_tile_stats(
+        &mut self,
+        plan: &Plan,
+        cell_num: u64,
+        stats: &[Option<ExactStats<'_>>],
+    ) {
+        self.cells += cell_num;
+        for ((acc, field), s) in self.fields.iter_mut().zip(&plan.fields).zip(stats) {
+            let Some(s) = s else { continue };
+            acc.nulls += s.null_count;
+            acc.values += cell_num - s.null_count;
+            if let (Some(raw), Some(num)) = (s.sum, field.num) {
+                let sum = match num.zero() {
+                    Sum::I64(_) => Sum::I64(raw as i64),
+                    Sum::U64(_) => Sum::U64(raw),
+                    Sum::F64(_) => Sum::F64(f64::from_bits(raw)),
+                };
+                acc.add_sum(sum);
+            }
+            if let Some(m) = s.min {
+                acc.offer_min(field, m);
+            }
+            if let Some(m) = s.max {
+                acc.offer_max(field, m);
+            }
+        }
+    }
+
+    /// Aggregates `cells` of `view` (attribute `f` of the plan; `None` when the fragment
+    /// does not store it: every cell holds the fill value), sequentially in cell order.
+    /// Does not count cells: see [`Partial::add_cells`].
+    pub(crate) fn scan(
+        &mut self,
+        plan: &Plan,
+        f: usize,
+        view: Option<&ColumnView<'_>>,
+        cells: Cells<'_>,
+    ) {
+        let field = &plan.fields[f];
+        let acc = &mut self.fields[f];
+        let Some(view) = view else {
+            let n = match cells {
+                Cells::Range(s, e) => (e - s) as u64,
+                Cells::List(l) => l.len() as u64,
+                Cells::Masked(_, m) => m.iter().filter(|&&k| k).count() as u64,
+            };
+            scan_fill(field, acc, n);
+            return;
+        };
+        match cells {
+            Cells::Range(s, e) => scan_iter(field, acc, view, s..e),
+            Cells::List(l) => scan_iter(field, acc, view, l.iter().map(|&c| c as usize)),
+            Cells::Masked(s, m) => scan_iter(
+                field,
+                acc,
+                view,
+                m.iter().enumerate().filter(|(_, k)| **k).map(move |(i, _)| s + i),
+            ),
+        }
+    }
+
+    /// Aggregates `n` cells holding attribute `f`'s fill value.
+    pub(crate) fn scan_fill(&mut self, plan: &Plan, f: usize, n: u64) {
+        scan_fill(&plan.fields[f], &mut self.fields[f], n);
+    }
+
+    /// Counts `n` cells.
+    pub(crate) fn add_cells(&mut self, n: u64) {
+        self.cells += n;
+    }
+}
+
+fn scan_fill(field: &AggField, acc: &mut FieldAcc, n: u64) {
+    if n == 0 {
+        return;
+    }
+    if !field.fill_valid {
+        acc.nulls += n;
+        return;
+    }
+    let size = field.cell_size();
+    let fill: Vec<u8> = if size == 0 || field.fill.len() == size {
+        field.fill.clone()
+    } else if field.fill.is_empty() {
+        vec![0; size]
+    } else {
+        field.fill.iter().copied().cycle().take(size).collect()
+    };
+    let offsets = [0u64];
+    let view = ColumnView {
+        datatype: field.datatype,
+        cell_val_num: field.cell_val_num,
+        data: &fill,
+        offsets: (size == 0).then_some(&offsets[..]),
+        validity: None,
+    };
+    // The first copy: its value, min and max.
+    let before = acc.sum;
+    scan_iter(field, acc, &view, std::iter::once(0));
+    let rest = n - 1;
+    acc.values += rest;
+    if rest == 0 || !field.want.sums || acc.overflow {
+        return;
+    }
+    // The others: the same value added one at a time (floats round as a sequential sum
+    // does), integers at once (an integer sum overflows iff the total does not fit).
+    let one = match (before, acc.sum) {
+        (Sum::I64(a), Sum::I64(b)) => Sum::I64(b - a),
+        (Sum::U64(a), Sum::U64(b)) => Sum::U64(b - a),
+        (Sum::F64(_), Sum::F64(_)) => {
+            let v = match field.num {
+                Some(Num::F32) => f64::from(f32::read_le(&fill)),
+                _ => f64::read_le(&fill),
+            };
+            Sum::F64(v)
+        }
+        _ => return,
+    };
+    match (&mut acc.sum, one) {
+        (Sum::I64(s), Sum::I64(v)) => {
+            match i64::try_from(i128::from(*s) + i128::from(v) * i128::from(rest)) {
+                Ok(t) => *s = t,
+                Err(_) => acc.overflow = true,
+            }
+        }
+        (Sum::U64(s), Sum::U64(v)) => {
+            match u64::try_from(u128::from(*s) + u128::from(v) * u128::from(rest)) {
+                Ok(t) => *s = t,
+                Err(_) => acc.overflow = true,
+            }
+        }
+        (Sum::F64(s), Sum::F64(v)) => {
+            for _ in 0..rest {
+                if !s.safe_add(v) {
+                    acc.overflow = true;
+                    break;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn scan_iter(
+    field: &AggField,
+    acc: &mut FieldAcc,
+    view: &ColumnView<'_>,
+    cells: impl Iterator<Item = usize>,
+) {
+    if field.string || field.num.is_none() {
+        scan_bytes(field, acc, view, cells);
+        return;
+    }
+    match field.num {
+        Some(Num::I8) => scan_num::<i8>(field, acc, view, cells),
+        Some(Num::U8) => scan_num::<u8>(field, acc, view, cells),
+        Some(Num::I16) => scan_num::<i16>(field, acc, view, cells),
+        Some(Num::U16) => scan_num::<u16>(field, acc, view, cells),
+        Some(Num::I32) => scan_num::<i32>(field, acc, view, cells),
+        Some(Num::U32) => scan_num::<u32>(field, acc, view, cells),
+        Some(Num::I64) => scan_num::<i64>(field, acc, view, cells),
+        Some(Num::U64) => scan_num::<u64>(field, acc, view, cells),
+        Some(Num::F32) => scan_num::<f32>(field, acc, view, cells),
+        Some(Num::F64) => scan_num::<f64>(field, acc, view, cells),
+        None => {}
+    }
+}
+
+/// Numbers: one typed loop (sum in the sum type with `SafeSum`'s rule, min/max with `<`
+/// and `>` from the first value, as libtiledb's `MinMax` does).
+fn scan_num<T: Value>(
+    field: &AggField,
+    acc: &mut FieldAcc,
+    view: &ColumnView<'_>,
+    cells: impl Iterator<Item = usize>,
+) {
+    let want = field.want;
+    let data = view.data;
+    let validity = view.validity;
+    let mut sum = T::load(acc.sum);
+    let mut overflow = acc.overflow;
+    let mut min: Option<T> = acc.min.as_deref().map(T::read_le);
+    let mut max: Option<T> = acc.max.as_deref().map(T::read_le);
+    let (mut values, mut nulls) = (0u64, 0u64);
+    for c in cells {
+        if validity.is_some_and(|v| v.get(c).is_none_or(|&b| b == 0)) {
+            nulls += 1;
+            continue;
+        }
+        let Some(b) = data.get(c * T::SIZE..(c + 1) * T::SIZE) else { continue };
+        values += 1;
+        let v = T::read_le(b);
+        if want.sums && !overflow && !sum.safe_add(v.widen()) {
+            overflow = true;
+        }
+        if want.min_max {
+            // The first value, then any value comparing smaller (larger): a NaN replaces
+            // nothing, and is replaced by nothing once taken, as in libtiledb.
+            if min.is_none_or(|m| v < m) {
+                min = Some(v);
+            }
+            if max.is_none_or(|m| v > m) {
+                max = Some(v);
+            }
+        }
+    }
+    acc.values += values;
+    acc.nulls += nulls;
+    if want.sums {
+        acc.sum = T::store(sum);
+        acc.overflow = overflow;
+    }
+    if want.min_max {
+        let bytes = |v: T| {
+            let mut out = Vec::with_capacity(T::SIZE);
+            v.write_le(&mut out);
+            out
+        };
+        acc.min = min.map(bytes);
+        acc.max = max.map(bytes);
+    }
+}
+
+/// Strings (min/max bytewise) and values only counted.
+fn scan_bytes(
+    field: &AggField,
+    acc: &mut FieldAcc,
+    view: &ColumnView<'_>,
+    cells: impl Iterator<Item = usize>,
+) {
+    let want = field.want.min_max;
+    let size = field.cell_size();
+    let data = view.data;
+    let cell = |c: usize| -> Option<&[u8]> {
+        match view.offsets {
+            Some(o) => {
+                let s = usize::try_from(*o.get(c)?).ok()?;
+                let e = match o.get(c + 1) {
+                    Some(&e) => usize::try_from(e).ok()?,
+                    None => data.len(),
+                };
+                data.get(s..e)
+            }
+            None => data.get(c * size..(c + 1) * size),
+        }
+    };
+    let mut min: Option<&[u8]> = None;
+    let mut max: Option<&[u8]> = None;
+    let (mut values, mut nulls) = (0u64, 0u64);
+    for c in cells {
+        if view.validity.is_some_and(|v| v.get(c).is_none_or(|&b| b == 0)) {
+            nulls += 1;
+            continue;
+        }
+        values += 1;
+        if want && let Some(v) = cell(c) {
+            if min.is_none_or(|m| v.cmp(m) == Ordering::Less) {
+                min = Some(v);
+            }
+            if max.is_none_or(|m| v.cmp(m) == Ordering::Greater) {
+                max = Some(v);
+            }
+        }
+    }
+    acc.values += values;
+    acc.nulls += nulls;
+    if let Some(m) = min {
+        acc.offer_min(field, m);
+    }
+    if let Some(m) = max {
+        acc.offer_max(field, m);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_display() {
+        for (text, shown) in [
+            ("count", "count"),
+            ("count()", "count"),
+            (" sum( a ) ", "sum(a)"),
+            ("MIN(x)", "min(x)"),
+            ("null_count(n)", "null_count(n)"),
+            ("mean(b)", "mean(b)"),
+        ] {
+            assert_eq!(Aggregate::parse(text).unwrap().to_string(), shown);
+        }
+        for bad in ["sum", "sum()", "count(a)", "avg(a)", "sum(a", ""] {
+            assert!(Aggregate::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn safe_sums_saturate_as_libtiledb() {
+        let mut a = i64::MAX - 1;
+        assert!(a.safe_add(1));
+        assert!(!a.safe_add(1));
+        assert_eq!(a, i64::MAX);
+        let mut u = u64::MAX;
+        assert!(!u.safe_add(1));
+        let mut f = f64::MAX;
+        assert!(!f.safe_add(f64::MAX));
+        assert!(f.safe_add(-1.0));
+    }
+}
