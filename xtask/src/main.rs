@@ -20,6 +20,11 @@
 //!   expectations fail), then through `tessera read` / `tessera aggregate` when the CLI has
 //!   them, by `xtask/fixtures/check_queries.py`.
 //! * `test`: `cargo test --workspace`, then `conformance`. This is the project's test command.
+//! * `bench [--quick] [--only NAME ...] [--runs N] [--list] [--regenerate]`: the same
+//!   workloads in Tessera (`tessera-bench`, the `bench/` crate, built in release mode) and in
+//!   libtiledb (tiledb-py), each run in its own process, alternating, median of the runs;
+//!   arrays generated once by libtiledb under `target/bench/data`; a table on stdout and
+//!   `target/bench/summary.json` (`xtask/bench/bench.py`). Not run in CI.
 //!
 //! Every command that needs Python creates the venv first; nothing is installed system-wide.
 
@@ -46,6 +51,8 @@ const CREATE_INPUTS: &str = "testdata/create";
 const CREATE_OUT: &str = "target/conformance/create";
 /// Where the reference run (tiledb-py) of the create conformance step makes its arrays.
 const CREATE_REFERENCE_OUT: &str = "target/conformance/create-reference";
+/// The benchmark orchestrator (run with the venv python).
+const BENCH_SCRIPT: &str = "xtask/bench/bench.py";
 /// The manifest whose presence means the CLI package exists in the workspace.
 const CLI_MANIFEST: &str = "crates/tessera-cli/Cargo.toml";
 /// The `fragments` fixture family: arrays with `<name>.fragments.json` expectations.
@@ -86,6 +93,26 @@ enum Cmd {
         #[arg(last = true)]
         cargo_args: Vec<OsString>,
     },
+    /// Benchmark Tessera against libtiledb on the same reads (each engine in its own process,
+    /// alternating, median of the runs); prints a table and writes target/bench/summary.json.
+    /// Arrays are generated once by libtiledb under target/bench/data. Not run in CI.
+    Bench {
+        /// Smaller arrays (about 20 s instead of about 2 min, plus the first generation).
+        #[arg(long)]
+        quick: bool,
+        /// Run only this workload (repeatable; shell-style wildcards, e.g. 'dense_*').
+        #[arg(long = "only", value_name = "NAME")]
+        only: Vec<String>,
+        /// Runs per engine and workload; the median is reported.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
+        /// List the workloads and exit.
+        #[arg(long)]
+        list: bool,
+        /// Regenerate the selected workloads' arrays even if they are there.
+        #[arg(long)]
+        regenerate: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -116,8 +143,61 @@ fn real_main() -> Result<()> {
             run(&mut cmd, "cargo test --workspace")?;
             conformance(&root)?;
         }
+        Cmd::Bench { quick, only, runs, list, regenerate } => {
+            bench(&root, quick, &only, runs, list, regenerate)?;
+        }
     }
     Ok(())
+}
+
+/// `cargo xtask bench`: build the Tessera driver in release mode, then hand over to
+/// `xtask/bench/bench.py` (run with the reference venv's python), which generates the arrays,
+/// runs both engines and prints the table.
+fn bench(
+    root: &Path,
+    quick: bool,
+    only: &[String],
+    runs: u32,
+    list: bool,
+    regenerate: bool,
+) -> Result<()> {
+    let python = ensure_venv(root)?;
+    let mut cmd = Command::new(&python);
+    cmd.current_dir(root)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONHASHSEED", "0")
+        .arg(root.join(BENCH_SCRIPT))
+        .arg("--root")
+        .arg(root)
+        .args(["--runs", &runs.to_string()]);
+    for name in only {
+        cmd.args(["--only", name]);
+    }
+    if quick {
+        cmd.arg("--quick");
+    }
+    if regenerate {
+        cmd.arg("--regenerate");
+    }
+    if list {
+        cmd.arg("--list");
+    } else {
+        println!("xtask: building the benchmark driver (cargo build --release -p tessera-bench)");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut build = Command::new(cargo);
+        build.current_dir(root).args(["build", "--release", "-p", "tessera-bench"]);
+        run(&mut build, "cargo build --release -p tessera-bench")?;
+        let exe = if cfg!(windows) { "tessera-bench.exe" } else { "tessera-bench" };
+        cmd.arg("--tessera-bench").arg(target_dir(root).join("release").join(exe));
+    }
+    run(&mut cmd, BENCH_SCRIPT)
+}
+
+/// The cargo target directory (`CARGO_TARGET_DIR`, relative to the root, or `target`).
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map_or_else(|| root.join("target"), |d| root.join(d))
 }
 
 /// The repository root: the parent of this crate's directory.
@@ -485,11 +565,8 @@ fn build_cli(root: &Path) -> Result<PathBuf> {
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root).args(["build", "--release", "-p", "tessera-cli"]);
     run(&mut cmd, "cargo build --release -p tessera-cli")?;
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .map_or_else(|| root.join("target"), |d| root.join(d));
     let exe = if cfg!(windows) { "tessera.exe" } else { "tessera" };
-    Ok(target_dir.join("release").join(exe))
+    Ok(target_dir(root).join("release").join(exe))
 }
 
 /// Print a skipped step between two rules, so that it cannot be missed in the output.

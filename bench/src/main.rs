@@ -1,0 +1,270 @@
+//! `tessera-bench SPEC.json`: runs one benchmark workload through Tessera and prints one JSON
+//! line with the time it took, the number of cells and a checksum.
+//!
+//! This is the Tessera half of `cargo xtask bench` (the orchestrator is
+//! `xtask/bench/bench.py`, the libtiledb half `xtask/bench/run_tiledb.py`; both halves read the
+//! same spec). Each run is its own process, so the orchestrator measures this process's peak
+//! RSS. It can also be run by hand, e.g. under `perf record`, on a spec the orchestrator left in
+//! `target/bench/specs/`.
+//!
+//! The spec (JSON):
+//!
+//! ```json
+//! {"workload": "dense_int32_box1pct", "op": "read", "array": "/abs/path/to/array",
+//!  "open_in_timer": false, "layout": "row-major", "dims": [], "attrs": ["a"],
+//!  "checksum_field": "a",
+//!  "queries": [{"ranges": [["rows", [[4500, 5499]]], ["cols", [[2500, 3499]]]]}]}
+//! ```
+//!
+//! * `op`: `read` (every query runs on one opened array, one after the other). Other ops
+//!   (`write`, `aggregate`, `consolidate`, …) are reserved for workloads Tessera cannot run
+//!   yet: the driver prints `{"unsupported": "..."}` and exits 0, and the orchestrator shows
+//!   the row without a Tessera time.
+//! * `open_in_timer`: whether opening the array is timed (else only the queries are).
+//! * `layout`: `row-major`, `col-major`, `global` or `unordered` (absent: the engine's
+//!   default). `dims` / `attrs`: the fields returned (dimensions first).
+//! * `ranges`: per dimension, in order, a list of inclusive `[low, high]` ranges (integers,
+//!   floats or strings); several ranges on one dimension make a multi-range subarray; a
+//!   dimension not listed gets the non-empty domain.
+//!
+//! The output (one line on standard output):
+//!
+//! ```json
+//! {"engine": "tessera", "workload": "...", "seconds": 0.12, "cells": 1000000,
+//!  "checksum": [123, 4000000, 0], "queries": 1, "setup_peak_rss_mb": 3.1,
+//!  "peak_rss_mb": 20.5}
+//! ```
+//!
+//! `seconds` sums the timed parts; `cells` sums the cells of every query; `checksum` is
+//! computed on `checksum_field` outside the timer and does not depend on the cell order:
+//! `[sum, bytes, len_sq]` where `sum` is the wrapping sum of the values as unsigned
+//! little-endian integers (for 4- and 8-byte fixed-size cells; else of the bytes), `bytes`
+//! the number of data bytes and `len_sq` the sum of the squared cell lengths in bytes
+//! (var-sized cells only, else 0). All sums wrap at 2^64. `setup_peak_rss_mb` and
+//! `peak_rss_mb` are the process's own peak RSS (`VmHWM`) before the timed work and at the
+//! end (the orchestrator also measures it from outside).
+
+use std::fs;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use serde_json::json;
+use tessera::Layout;
+use tessera::layers::query::{Column, ReadResult};
+
+/// One workload run, as the orchestrator writes it.
+#[derive(Debug, Deserialize)]
+struct Spec {
+    workload: String,
+    op: String,
+    array: PathBuf,
+    #[serde(default)]
+    open_in_timer: bool,
+    #[serde(default)]
+    layout: Option<String>,
+    #[serde(default)]
+    dims: Vec<String>,
+    #[serde(default)]
+    attrs: Vec<String>,
+    checksum_field: String,
+    #[serde(default)]
+    queries: Vec<QuerySpec>,
+}
+
+/// One query: the ranges of each dimension, in order.
+#[derive(Debug, Deserialize)]
+struct QuerySpec {
+    #[serde(default)]
+    ranges: Vec<(String, Vec<(Bound, Bound)>)>,
+}
+
+/// A range bound as JSON gives it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum Bound {
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(String),
+}
+
+impl Bound {
+    fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Bound::Int(v) => Some(v as f64),
+            Bound::UInt(v) => Some(v as f64),
+            Bound::Float(v) => Some(v),
+            Bound::Str(_) => None,
+        }
+    }
+}
+
+/// The order-independent checksum of one column (see the crate docs).
+#[derive(Debug, Default, Clone, Copy)]
+struct Checksum {
+    sum: u64,
+    bytes: u64,
+    len_sq: u64,
+}
+
+impl Checksum {
+    fn add_column(&mut self, col: &Column) {
+        self.bytes = self.bytes.wrapping_add(col.data.len() as u64);
+        if let Some(offsets) = &col.offsets {
+            self.sum = self.sum.wrapping_add(sum_bytes(&col.data));
+            let total = col.data.len() as u64;
+            for (i, &start) in offsets.iter().enumerate() {
+                let end = offsets.get(i + 1).copied().unwrap_or(total);
+                let len = end.wrapping_sub(start);
+                self.len_sq = self.len_sq.wrapping_add(len.wrapping_mul(len));
+            }
+            return;
+        }
+        let s = match col.cell_size() {
+            Some(8) => col
+                .data
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+                .fold(0u64, u64::wrapping_add),
+            Some(4) => col
+                .data
+                .chunks_exact(4)
+                .map(|c| u64::from(u32::from_le_bytes(c.try_into().unwrap_or_default())))
+                .fold(0u64, u64::wrapping_add),
+            _ => sum_bytes(&col.data),
+        };
+        self.sum = self.sum.wrapping_add(s);
+    }
+}
+
+fn sum_bytes(data: &[u8]) -> u64 {
+    data.iter().map(|&b| u64::from(b)).fold(0u64, u64::wrapping_add)
+}
+
+/// The process's peak resident set so far (`VmHWM`), in MiB, when /proc tells it.
+fn peak_rss_mb() -> Option<f64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("tessera-bench: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main() -> Result<()> {
+    let mut args = std::env::args_os().skip(1);
+    let (Some(path), None) = (args.next(), args.next()) else {
+        bail!("usage: tessera-bench SPEC.json (or - for standard input)");
+    };
+    let text = if path == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).context("reading the spec from stdin")?;
+        s
+    } else {
+        fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?
+    };
+    let spec: Spec = serde_json::from_str(&text).context("parsing the workload spec")?;
+    let out = match spec.op.as_str() {
+        "read" => run_read(&spec)?,
+        other => json!({
+            "engine": "tessera",
+            "workload": spec.workload,
+            "unsupported": format!("op {other:?} is not implemented in Tessera yet"),
+        }),
+    };
+    println!("{out}");
+    Ok(())
+}
+
+/// Opens the array and runs every query of a `read` spec.
+fn run_read(spec: &Spec) -> Result<serde_json::Value> {
+    let layout = spec
+        .layout
+        .as_deref()
+        .map(Layout::from_name)
+        .transpose()
+        .with_context(|| format!("layout {:?}", spec.layout))?;
+    let setup_rss = peak_rss_mb();
+    let mut timed = Duration::ZERO;
+    let start = Instant::now();
+    let array =
+        tessera::open(&spec.array).with_context(|| format!("opening {}", spec.array.display()))?;
+    if spec.open_in_timer {
+        timed += start.elapsed();
+    }
+    let mut cells = 0u64;
+    let mut checksum = Checksum::default();
+    for (i, q) in spec.queries.iter().enumerate() {
+        let start = Instant::now();
+        let result = build_query(&array, spec, q, layout)?
+            .execute()
+            .with_context(|| format!("query {i} of {}", spec.workload))?;
+        timed += start.elapsed();
+        account(&result, &spec.checksum_field, &mut cells, &mut checksum)?;
+    }
+    Ok(json!({
+        "engine": "tessera",
+        "workload": spec.workload,
+        "seconds": timed.as_secs_f64(),
+        "cells": cells,
+        "checksum": [checksum.sum, checksum.bytes, checksum.len_sq],
+        "queries": spec.queries.len(),
+        "setup_peak_rss_mb": setup_rss,
+        "peak_rss_mb": peak_rss_mb(),
+    }))
+}
+
+/// The Tessera read for one query of the spec.
+fn build_query<'a>(
+    array: &'a tessera::Array,
+    spec: &Spec,
+    q: &QuerySpec,
+    layout: Option<Layout>,
+) -> Result<tessera::layers::query::ReadQuery<'a>> {
+    let mut read =
+        array.read().dimensions(spec.dims.iter().cloned()).attributes(spec.attrs.iter().cloned());
+    if let Some(layout) = layout {
+        read = read.layout(layout);
+    }
+    for (dim, ranges) in &q.ranges {
+        for (lo, hi) in ranges {
+            read = match (lo, hi) {
+                (Bound::Int(lo), Bound::Int(hi)) => read.range_i64(dim, *lo, *hi),
+                (Bound::UInt(lo), Bound::UInt(hi)) => read.range_u64(dim, *lo, *hi),
+                (Bound::Str(lo), Bound::Str(hi)) => read.range_str(dim, lo, hi),
+                (lo, hi) => match (lo.as_f64(), hi.as_f64()) {
+                    (Some(lo), Some(hi)) => read.range_f64(dim, lo, hi),
+                    _ => bail!("range on {dim:?} mixes strings and numbers"),
+                },
+            };
+        }
+    }
+    Ok(read)
+}
+
+/// Adds a result's cells and checksum to the totals.
+fn account(
+    result: &ReadResult,
+    field: &str,
+    cells: &mut u64,
+    checksum: &mut Checksum,
+) -> Result<()> {
+    *cells += result.cell_num() as u64;
+    let col = result
+        .column(field)
+        .with_context(|| format!("the result has no column {field:?} (the checksum field)"))?;
+    checksum.add_column(col);
+    Ok(())
+}

@@ -1,0 +1,245 @@
+"""The benchmark arrays, written by libtiledb (tiledb-py) with fixed seeds.
+
+Each dataset lives in ``<data>/<name>-<key>/array`` where ``key`` hashes the dataset's
+parameters and ``GENERATOR_VERSION``: changing either gives a new folder (the old one can be
+deleted by hand). A dataset is complete when its ``dataset.json`` exists (written last); an
+incomplete folder is deleted and generated again. Nothing here is ever committed: the data
+folder is under ``target/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import tiledb
+
+# Bump when a generator changes in a way its parameters do not show.
+GENERATOR_VERSION = 1
+STAMP = "dataset.json"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    description: str
+    # params(quick) -> the parameters of the arrays to generate
+    params: Callable[[bool], dict]
+    # generate(uri, params) -> extra facts to record in dataset.json
+    generate: Callable[[str, dict], dict]
+
+
+def dataset_dir(data: Path, ds: Dataset, params: dict) -> Path:
+    blob = json.dumps({"v": GENERATOR_VERSION, "name": ds.name, "params": params}, sort_keys=True)
+    key = hashlib.sha256(blob.encode()).hexdigest()[:10]
+    return data / f"{ds.name}-{key}"
+
+
+def ensure(data: Path, ds: Dataset, quick: bool, regenerate: bool = False) -> dict:
+    """Generate the dataset unless a complete one is there; return its dataset.json."""
+    params = ds.params(quick)
+    folder = dataset_dir(data, ds, params)
+    stamp = folder / STAMP
+    if stamp.is_file() and not regenerate:
+        return json.loads(stamp.read_text())
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    uri = str(folder / "array")
+    print(f"bench: generating {ds.name} ({ds.description}; {params}) with libtiledb ...",
+          flush=True)
+    t0 = time.perf_counter()
+    facts = ds.generate(uri, params)
+    took = time.perf_counter() - t0
+    size = sum(p.stat().st_size for p in Path(uri).rglob("*") if p.is_file())
+    info = {
+        "name": ds.name,
+        "uri": uri,
+        "params": params,
+        "generator_version": GENERATOR_VERSION,
+        "libtiledb": ".".join(map(str, tiledb.libtiledb.version())),
+        "bytes_on_disk": size,
+        "generate_seconds": round(took, 2),
+        **facts,
+    }
+    stamp.write_text(json.dumps(info, indent=1) + "\n")
+    print(f"bench: generated {ds.name} in {took:.1f} s ({size / 2**20:.0f} MiB)", flush=True)
+    return info
+
+
+def _filters(kind: str | None) -> tiledb.FilterList:
+    if kind is None:
+        return tiledb.FilterList([])
+    if kind == "zstd":
+        return tiledb.FilterList([tiledb.ZstdFilter(level=3)])
+    raise ValueError(kind)
+
+
+def _describe_filters(schema: tiledb.ArraySchema) -> dict:
+    out = {}
+    for d in schema.domain:
+        out[d.name] = [type(f).__name__ for f in (d.filters or schema.coords_filters)]
+    for a in schema:
+        out[a.name] = [type(f).__name__ for f in a.filters]
+        if a.isvar:
+            out[a.name + ".offsets"] = [type(f).__name__ for f in schema.offsets_filters]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Dense 2-D int32: n x n cells, tiles t x t, values uniform in [-1000, 1000) (so zstd has
+# something to compress), row-major tile and cell order, written in one fragment.
+
+
+def dense_params(filt: str | None):
+    def params(quick: bool) -> dict:
+        n, t = (2_000, 500) if quick else (10_000, 1_000)
+        return {"n": n, "tile": t, "filter": filt, "seed": 1}
+
+    return params
+
+
+def gen_dense(uri: str, p: dict) -> dict:
+    n, t = p["n"], p["tile"]
+    dom = tiledb.Domain(
+        tiledb.Dim("rows", domain=(0, n - 1), tile=t, dtype=np.int64),
+        tiledb.Dim("cols", domain=(0, n - 1), tile=t, dtype=np.int64),
+    )
+    schema = tiledb.ArraySchema(
+        domain=dom,
+        sparse=False,
+        attrs=[tiledb.Attr("a", dtype=np.int32, filters=_filters(p["filter"]))],
+        cell_order="row-major",
+        tile_order="row-major",
+    )
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(p["seed"])
+    with tiledb.open(uri, "w", timestamp=1) as A:
+        A[:] = rng.integers(-1000, 1000, size=(n, n), dtype=np.int32)
+    return {"cells": n * n, "filters": _describe_filters(schema)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Sparse 2-D int64 points, uniform random in [0, d)^2 (duplicates removed), with a float64
+# attribute; libtiledb's default filters (coordinates zstd), default capacity.
+
+
+def sparse_params(quick: bool) -> dict:
+    return {
+        "points": 1_000_000 if quick else 10_000_000,
+        "domain": 1_000_000,
+        "tile": 100_000,
+        "capacity": 10_000,
+        "seed": 2,
+    }
+
+
+def gen_sparse(uri: str, p: dict) -> dict:
+    d = p["domain"]
+    dom = tiledb.Domain(
+        tiledb.Dim("x", domain=(0, d - 1), tile=p["tile"], dtype=np.int64),
+        tiledb.Dim("y", domain=(0, d - 1), tile=p["tile"], dtype=np.int64),
+    )
+    schema = tiledb.ArraySchema(
+        domain=dom,
+        sparse=True,
+        capacity=p["capacity"],
+        allows_duplicates=False,
+        attrs=[tiledb.Attr("a", dtype=np.float64)],
+    )
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(p["seed"])
+    x = rng.integers(0, d, size=p["points"], dtype=np.int64)
+    y = rng.integers(0, d, size=p["points"], dtype=np.int64)
+    key, first = np.unique(x * d + y, return_index=True)
+    first.sort()
+    x, y = x[first], y[first]
+    a = rng.random(len(x))
+    with tiledb.open(uri, "w", timestamp=1) as A:
+        A[x, y] = {"a": a}
+    return {"cells": int(len(x)), "filters": _describe_filters(schema)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Var-sized strings: a 1-D dense array of n UTF-8 strings (lowercase ASCII), lengths uniform in
+# [0, 32], libtiledb's default filters.
+
+
+def strings_params(quick: bool) -> dict:
+    return {"n": 500_000 if quick else 5_000_000, "tile": 100_000, "max_len": 32, "seed": 3}
+
+
+def gen_strings(uri: str, p: dict) -> dict:
+    n = p["n"]
+    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, n - 1), tile=p["tile"], dtype=np.int64))
+    schema = tiledb.ArraySchema(
+        domain=dom, sparse=False, attrs=[tiledb.Attr("s", dtype=str, var=True)]
+    )
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(p["seed"])
+    lens = rng.integers(0, p["max_len"] + 1, size=n)
+    ends = np.cumsum(lens)
+    starts = ends - lens
+    chars = rng.integers(ord("a"), ord("z") + 1, size=int(ends[-1]), dtype=np.uint8)
+    big = chars.tobytes().decode("ascii")
+    values = np.array([big[s:e] for s, e in zip(starts.tolist(), ends.tolist())], dtype=object)
+    with tiledb.open(uri, "w", timestamp=1) as A:
+        A[:] = values
+    return {"cells": n, "string_bytes": int(ends[-1]), "filters": _describe_filters(schema)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Many fragments: a 1-D dense int32 array written as `fragments` fragments of `per` cells each
+# (fragment i holds cells [i*per, (i+1)*per), timestamp i+1).
+
+
+def fragments_params(quick: bool) -> dict:
+    return {"fragments": 100 if quick else 1000, "per": 1000, "seed": 4}
+
+
+def gen_fragments(uri: str, p: dict) -> dict:
+    f, per = p["fragments"], p["per"]
+    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, f * per - 1), tile=per, dtype=np.int64))
+    schema = tiledb.ArraySchema(
+        domain=dom, sparse=False, attrs=[tiledb.Attr("a", dtype=np.int32)]
+    )
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(p["seed"])
+    ctx = tiledb.Ctx()
+    for i in range(f):
+        with tiledb.open(uri, "w", timestamp=i + 1, ctx=ctx) as A:
+            A[i * per : (i + 1) * per] = rng.integers(-1000, 1000, size=per, dtype=np.int32)
+        if (i + 1) % 200 == 0:
+            print(f"bench:   {i + 1}/{f} fragments", flush=True)
+    return {"cells": f * per, "filters": _describe_filters(schema)}
+
+
+DATASETS = {
+    ds.name: ds
+    for ds in [
+        Dataset("dense_int32", "dense 2-D int32, unfiltered", dense_params(None), gen_dense),
+        Dataset("dense_int32_zstd", "dense 2-D int32, zstd level 3", dense_params("zstd"),
+                gen_dense),
+        Dataset("sparse_points", "sparse 2-D int64 points, float64 attribute", sparse_params,
+                gen_sparse),
+        Dataset("strings", "dense 1-D var-sized UTF-8 strings", strings_params, gen_strings),
+        Dataset("fragments", "dense 1-D int32 written as many small fragments",
+                fragments_params, gen_fragments),
+    ]
+}
+
+
+if __name__ == "__main__":
+    # Generate by hand: python datasets.py DATA_DIR [--quick] [NAME ...]
+    args = sys.argv[1:]
+    quick = "--quick" in args
+    names = [a for a in args[1:] if not a.startswith("--")] or list(DATASETS)
+    for name in names:
+        print(json.dumps(ensure(Path(args[0]), DATASETS[name], quick), indent=1))

@@ -1,0 +1,155 @@
+"""`python run_tiledb.py SPEC.json`: the libtiledb half of `cargo xtask bench`.
+
+Runs one workload spec (the format is documented in bench/src/main.rs, the Tessera half) with
+libtiledb through tiledb-py's low-level query (``tiledb.main.PyQuery``: the object tiledb-py's
+own ``array[...]`` uses, which estimates the result size, allocates numpy buffers, submits
+and resubmits on incomplete results), timed around ``submit()`` only, so that no Python
+object building is timed: results stay raw numpy buffers (values, and offsets for var-sized
+fields). Prints one JSON line: the same fields as the Tessera driver, with the same
+order-independent checksum.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+import tiledb
+import tiledb.libtiledb as lt
+from tiledb.main import PyQuery
+
+LAYOUTS = {
+    "row-major": lt.LayoutType.ROW_MAJOR,
+    "col-major": lt.LayoutType.COL_MAJOR,
+    "global": lt.LayoutType.GLOBAL_ORDER,
+    "unordered": lt.LayoutType.UNORDERED,
+}
+
+
+def peak_rss_mb() -> float | None:
+    """This process's peak RSS so far (VmHWM: unlike getrusage, it does not count the parent
+    the process was forked from)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+def checksum(data: np.ndarray, offsets: np.ndarray | None, cell_size: int) -> list[int]:
+    """[sum, bytes, len_sq], as the Tessera driver computes it (wrapping at 2^64)."""
+    data = np.ascontiguousarray(data).view(np.uint8)
+    nbytes = data.nbytes
+    with np.errstate(over="ignore"):
+        if offsets is not None:
+            s = int(data.sum(dtype=np.uint64))
+            if len(offsets):
+                ends = np.empty(len(offsets), dtype=np.uint64)
+                ends[:-1] = offsets[1:]
+                ends[-1] = nbytes
+                lens = ends - offsets.astype(np.uint64)
+                len_sq = int((lens * lens).sum(dtype=np.uint64))
+            else:
+                len_sq = 0
+        else:
+            if cell_size == 8:
+                s = int(data.view("<u8").sum(dtype=np.uint64))
+            elif cell_size == 4:
+                s = int(data.view("<u4").sum(dtype=np.uint64))
+            else:
+                s = int(data.sum(dtype=np.uint64))
+            len_sq = 0
+    m = 2**64
+    return [s % m, nbytes % m, len_sq % m]
+
+
+def field_info(schema: tiledb.ArraySchema, name: str) -> tuple[bool, int]:
+    """(var-sized, bytes per cell of a fixed-size field)."""
+    if schema.has_attr(name):
+        f = schema.attr(name)
+        ncells = f.ncells if not f.isvar else 1
+    else:
+        f = schema.domain.dim(name)
+        ncells = 1
+    if f.isvar:
+        return True, 0
+    return False, np.dtype(f.dtype).itemsize * ncells
+
+
+def run_read(spec: dict) -> dict:
+    ctx = tiledb.Ctx()
+    layout = LAYOUTS[spec["layout"]] if spec.get("layout") else None
+    setup_rss = peak_rss_mb()
+    timed = 0.0
+    t0 = time.perf_counter()
+    A = tiledb.open(spec["array"], mode="r", ctx=ctx)
+    if spec.get("open_in_timer"):
+        timed += time.perf_counter() - t0
+    schema = A.schema
+    dim_index = {schema.domain.dim(i).name: i for i in range(schema.domain.ndim)}
+    if layout is None:
+        layout = lt.LayoutType.GLOBAL_ORDER if schema.sparse else lt.LayoutType.ROW_MAJOR
+    field = spec["checksum_field"]
+    is_var, cell_size = field_info(schema, field)
+    cells = 0
+    total = [0, 0, 0]
+    attrs = tuple(spec.get("attrs", []))
+    dims = tuple(spec.get("dims", []))
+    for q in spec["queries"]:
+        pyq = PyQuery(ctx, A, attrs, dims, layout, False)
+        sub = tiledb.Subarray(A, ctx=ctx)
+        for dim, ranges in q.get("ranges", []):
+            for lo, hi in ranges:
+                sub.add_dim_range(dim_index[dim], (lo, hi))
+        pyq.set_subarray(sub)
+        t0 = time.perf_counter()
+        pyq.submit()
+        timed += time.perf_counter() - t0
+        results = pyq.results()
+        data, offsets = results[field][0], results[field][1]
+        if is_var:
+            n = len(offsets)
+            c = checksum(data, offsets, 0)
+        else:
+            n = data.nbytes // cell_size
+            c = checksum(data, None, cell_size)
+        cells += n
+        total = [(a + b) % 2**64 for a, b in zip(total, c)]
+        del results, data, offsets, pyq
+    A.close()
+    return {
+        "engine": "libtiledb",
+        "workload": spec["workload"],
+        "seconds": timed,
+        "cells": cells,
+        "checksum": total,
+        "queries": len(spec["queries"]),
+        "setup_peak_rss_mb": setup_rss,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit("usage: run_tiledb.py SPEC.json")
+    with open(sys.argv[1]) as f:
+        spec = json.load(f)
+    op = spec["op"]
+    if op == "read":
+        out = run_read(spec)
+    else:
+        out = {
+            "engine": "libtiledb",
+            "workload": spec["workload"],
+            "unsupported": f"op {op!r} is not implemented in run_tiledb.py yet",
+        }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
