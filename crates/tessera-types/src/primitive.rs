@@ -27,7 +27,7 @@ pub trait Primitive:
     }
 }
 
-macro_rules! int_primitive {
+macro_rules! primitive {
     ($($t:ty => $dt:ident),*) => {$(
         impl Primitive for $t {
             const SIZE: usize = std::mem::size_of::<$t>();
@@ -53,35 +53,9 @@ macro_rules! int_primitive {
         }
     )*};
 }
-int_primitive!(i8 => Int8, u8 => UInt8, i16 => Int16, u16 => UInt16, i32 => Int32, u32 => UInt32, i64 => Int64, u64 => UInt64);
+primitive!(i8 => Int8, u8 => UInt8, i16 => Int16, u16 => UInt16, i32 => Int32, u32 => UInt32, i64 => Int64, u64 => UInt64);
 
-macro_rules! float_primitive {
-    ($($t:ty => $dt:ident),*) => {$(
-        impl Primitive for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-            const DATATYPE: Datatype = Datatype::$dt;
-            #[inline]
-            fn read_le(b: &[u8]) -> Self {
-                let mut a = [0u8; std::mem::size_of::<$t>()];
-                a.copy_from_slice(&b[..Self::SIZE]);
-                <$t>::from_le_bytes(a)
-            }
-            #[inline]
-            fn write_le(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-            #[inline]
-            fn to_i128(self) -> i128 {
-                self as i128
-            }
-            #[inline]
-            fn from_i128_wrapping(v: i128) -> Self {
-                v as $t
-            }
-        }
-    )*};
-}
-float_primitive!(f32 => Float32, f64 => Float64);
+primitive!(f32 => Float32, f64 => Float64);
 
 #[cfg(test)]
 mod tests {
