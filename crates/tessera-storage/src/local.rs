@@ -173,25 +173,16 @@ fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.ends_with(TEMP_SUFFIX)
 }
 
-/// Fills `buf` from `file` at `offset`.
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(buf, offset)
-}
-
-/// Fills `buf` from `file` at `offset`.
-#[cfg(not(unix))]
-fn read_at(mut file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+/// Reads bytes `range` of `file` (moving its cursor) into a buffer that is not zeroed first.
+fn read_exact_range(mut file: &File, range: Range<usize>) -> io::Result<Bytes> {
     use std::io::{Seek, SeekFrom};
-    file.seek(SeekFrom::Start(offset))?;
-    file.read_exact(buf)
-}
-
-/// Reads bytes `range` of `file`.
-fn read_exact_range(file: &File, range: Range<usize>) -> io::Result<Bytes> {
-    let mut buf = vec![0; range.len()];
-    read_at(file, &mut buf, range.start as u64)?;
+    let len = range.len();
+    let mut buf = Vec::with_capacity(len);
+    file.seek(SeekFrom::Start(range.start as u64))?;
+    file.take(len as u64).read_to_end(&mut buf)?;
+    if buf.len() != len {
+        return Err(io::Error::new(ErrorKind::UnexpectedEof, "failed to fill whole buffer"));
+    }
     Ok(Bytes::from(buf))
 }
 

@@ -121,6 +121,15 @@ pub fn decode_framed<B: AsRef<[u8]>>(
         }
         return Ok(out);
     }
+    if codec.is_empty() {
+        // Unfiltered chunks: appended one after the other, without zeroing a buffer first.
+        let mut out = try_alloc(total, "unfiltered tile")?;
+        let mut scratch = Scratch::default();
+        for c in framed.iter() {
+            decode_one(codec, c.info, c.metadata, c.data, &mut out, &mut scratch)?;
+        }
+        return Ok(out);
+    }
     let mut out = try_zeroed(total, "unfiltered tile")?;
     decode_framed_into(codec, framed, &mut out)?;
     Ok(out)

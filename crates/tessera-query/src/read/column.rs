@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use tessera_schema::ArraySchema;
 use tessera_types::{CELL_VAL_NUM_VAR, Datatype};
 
@@ -179,7 +181,12 @@ pub(crate) fn copy_runs(
     } else {
         let size = field.cell_size();
         let fill = field.fill_cell();
-        col.data.reserve(n as usize * size);
+        let bytes = n as usize * size;
+        if size > 0 && bytes >= PAR_COPY_MIN_BYTES {
+            copy_fixed_par(col, runs, &tile, &fill, size, bytes);
+            return;
+        }
+        col.data.reserve(bytes);
         for r in runs {
             match tile(r.slot) {
                 Some(t) => col
@@ -193,6 +200,55 @@ pub(crate) fn copy_runs(
             }
         }
     }
+}
+
+/// Fixed-size values at least this large are copied on the rayon pool.
+const PAR_COPY_MIN_BYTES: usize = 1 << 20;
+
+/// Bytes of one piece of a parallel copy (long runs are split into pieces of this size).
+const PAR_COPY_PIECE_BYTES: usize = 256 << 10;
+
+/// The fixed-size branch of [`copy_runs`] for large results: `bytes` bytes are appended to
+/// `col.data` at once (a fresh zeroed allocation when the column is empty, so its pages are
+/// first touched by the copies), then every run, cut into pieces of at most
+/// [`PAR_COPY_PIECE_BYTES`], is copied into its own slot on the rayon pool.
+fn copy_fixed_par<'t>(
+    col: &mut Column,
+    runs: &[Run],
+    tile: &(dyn Fn(u32) -> Option<&'t DecodedTile> + Sync),
+    fill: &[u8],
+    size: usize,
+    bytes: usize,
+) {
+    let start = col.data.len();
+    if start == 0 {
+        col.data = vec![0; bytes];
+    } else {
+        col.data.resize(start + bytes, 0);
+    }
+    let piece_cells = (PAR_COPY_PIECE_BYTES / size).max(1) as u64;
+    let mut pieces: Vec<(u32, u64, &mut [u8])> = Vec::with_capacity(runs.len());
+    let mut rest = &mut col.data[start..];
+    for r in runs {
+        let mut src = r.src;
+        let mut left = r.len;
+        while left > 0 {
+            let len = left.min(piece_cells);
+            let (dst, tail) = rest.split_at_mut(len as usize * size);
+            pieces.push((r.slot, src, dst));
+            rest = tail;
+            src += len;
+            left -= len;
+        }
+    }
+    pieces.into_par_iter().for_each(|(slot, src, dst)| match tile(slot) {
+        Some(t) => dst.copy_from_slice(&t.data[t.cells_range(src as usize, dst.len() / size)]),
+        None => {
+            for c in dst.chunks_exact_mut(size) {
+                c.copy_from_slice(fill);
+            }
+        }
+    });
 }
 
 /// Appends to `col` (a column of `field`) the result cells given in order as `(slot, cell)`;

@@ -24,7 +24,7 @@
 //! covers entirely being answered from that fragment's tile metadata when it is exact; in
 //! row- or col-major order for multi-range subarrays.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -103,8 +103,11 @@ struct Slots {
     tiles: Vec<Vec<i128>>,
 }
 
+/// (fragment, tile, field index) of a cached decoded tile.
+type CacheKey = (usize, u64, usize);
+
 /// Fragment tile to its decoded tiles, by field index.
-type TileCache = HashMap<(usize, u64, usize), Arc<DecodedTile>>;
+type TileCache = HashMap<CacheKey, Arc<DecodedTile>>;
 
 /// A box of cells in one space tile, with where its cells go in the result.
 #[derive(Debug, Clone)]
@@ -359,6 +362,20 @@ impl<'a> DenseReader<'a> {
         };
         let p0 = self.pos;
         let p1 = p0.saturating_add(want).min(self.total);
+        if self.can_stream() {
+            let pieces = self.pieces(p0, p1);
+            let mut slots = Slots::default();
+            let mut runs: Vec<Run> = Vec::new();
+            for piece in &pieces {
+                self.carve(piece, p0, &mut slots, &mut runs)?;
+            }
+            runs.sort_unstable_by_key(|r| r.dst);
+            let keep = self.next_tiles(p1, want);
+            self.stream(out, &pieces, &runs, &slots, &keep, p0, p1)?;
+            self.pos = p1;
+            self.advance_cursor();
+            return Ok(true);
+        }
         let (pieces, mut runs, slots) = self.prepare(p0, p1)?;
         if self.condition.is_some() {
             // Cells failing the condition take the fill value.
@@ -400,6 +417,143 @@ impl<'a> DenseReader<'a> {
         self.pos = end;
         self.advance_cursor();
         Ok(true)
+    }
+
+    /// Whether batches can be streamed ([`Self::stream`]): no condition, no budget, and every
+    /// attribute read fixed-size and not nullable.
+    fn can_stream(&self) -> bool {
+        self.condition.is_none()
+            && self.budget.is_none()
+            && self.fields.iter().all(|f| match f.source {
+                Source::Dim(_) => true,
+                Source::Attr(_) => !f.is_var() && !f.nullable && f.cell_size() > 0,
+            })
+    }
+
+    /// The space tiles of the batch after the one ending at `end` (of up to `want` cells),
+    /// whose fragment tiles are worth keeping in the cache.
+    fn next_tiles(&mut self, end: u64, want: u64) -> HashSet<Vec<i128>> {
+        if end >= self.total {
+            return HashSet::new();
+        }
+        let (pos, cursor) = (self.pos, self.cursor.clone());
+        self.pos = end;
+        self.advance_cursor();
+        let next = self.pieces(end, end.saturating_add(want).min(self.total));
+        self.pos = pos;
+        self.cursor = cursor;
+        next.into_iter().map(|p| p.tile).collect()
+    }
+
+    /// Appends positions `p0..end` to `out` (see [`Self::can_stream`]): the attribute columns
+    /// are grown at once and cut into the slots of `runs`; then every fragment tile (on the
+    /// rayon pool) is fetched and decoded unless cached, copied into its slots, and dropped,
+    /// unless its space tile is in `keep` (the next batch's), in which case it is cached.
+    #[allow(clippy::too_many_arguments)]
+    fn stream(
+        &mut self,
+        out: &mut ReadResult,
+        pieces: &[Piece],
+        runs: &[Run],
+        slots: &Slots,
+        keep: &HashSet<Vec<i128>>,
+        p0: u64,
+        end: u64,
+    ) -> Result<()> {
+        /// Bytes of one copy at most (long runs are cut, so that work spreads).
+        const PIECE_BYTES: usize = 256 << 10;
+        let n = (end - p0) as usize;
+        out.columns.par_iter_mut().zip(self.fields.par_iter()).for_each(|(col, field)| {
+            if let Source::Dim(d) = field.source {
+                self.coord_column(col, field, d, pieces, p0, end);
+            }
+        });
+        // (field, first cell in the tile, destination) of every slot; fills apart.
+        type Work<'c> = Vec<(usize, u64, &'c mut [u8])>;
+        let mut work: Vec<Work<'_>> = (0..slots.list.len()).map(|_| Vec::new()).collect();
+        let mut fills: Vec<(usize, &mut [u8])> = Vec::new();
+        for (i, (col, field)) in out.columns.iter_mut().zip(&self.fields).enumerate() {
+            if !matches!(field.source, Source::Attr(_)) {
+                continue;
+            }
+            let size = field.cell_size();
+            let bytes = n * size;
+            let start = col.data.len();
+            if start == 0 {
+                col.data = vec![0; bytes];
+            } else {
+                col.data.resize(start + bytes, 0);
+            }
+            let piece_cells = (PIECE_BYTES / size).max(1) as u64;
+            let mut rest = &mut col.data[start..];
+            for r in runs {
+                let mut src = r.src;
+                let mut left = r.len;
+                while left > 0 {
+                    let len = left.min(piece_cells);
+                    let (dst, tail) = rest.split_at_mut(len as usize * size);
+                    rest = tail;
+                    if r.slot == FILL {
+                        fills.push((i, dst));
+                    } else {
+                        work[r.slot as usize].push((i, src, dst));
+                    }
+                    src += len;
+                    left -= len;
+                }
+            }
+        }
+        let fields = &self.fields;
+        let fill_cells: Vec<Vec<u8>> = fields.iter().map(OutField::fill_cell).collect();
+        let fill = |i: usize, dst: &mut [u8]| {
+            for c in dst.chunks_exact_mut(fields[i].cell_size()) {
+                c.copy_from_slice(&fill_cells[i]);
+            }
+        };
+        fills.into_par_iter().for_each(|(i, dst)| fill(i, dst));
+        let storage = self.array.storage().as_ref();
+        let (cache, frags) = (&self.cache, &self.frags);
+        let kept: Vec<Vec<(CacheKey, Arc<DecodedTile>)>> = work
+            .into_par_iter()
+            .enumerate()
+            .map(|(k, mut work)| {
+                let (f, t) = slots.list[k];
+                let frag = &frags[f];
+                let keep_it = keep.contains(&slots.tiles[k]);
+                let mut kept = Vec::new();
+                work.sort_by_key(|w| w.0);
+                let mut rest = work.as_mut_slice();
+                while let Some(&(i, _, _)) = rest.first() {
+                    let len = rest.iter().take_while(|w| w.0 == i).count();
+                    let (group, tail) = rest.split_at_mut(len);
+                    rest = tail;
+                    let tile = match (cache.get(&(f, t, i)), frag.readers.get(i)) {
+                        (Some(tile), _) => Some(tile.clone()),
+                        (None, Some(Some(r))) => {
+                            let job = TileJob { reader: r, tile: t, cells: frag.cells.get(t) };
+                            load_tiles(storage, &[job])?.pop()
+                        }
+                        (None, _) => None,
+                    };
+                    let size = fields[i].cell_size();
+                    for (_, src, dst) in group.iter_mut() {
+                        match &tile {
+                            Some(tile) => {
+                                let range = tile.cells_range(*src as usize, dst.len() / size);
+                                dst.copy_from_slice(&tile.data[range]);
+                            }
+                            None => fill(i, dst),
+                        }
+                    }
+                    if keep_it && let Some(tile) = tile {
+                        kept.push(((f, t, i), tile));
+                    }
+                }
+                Ok(kept)
+            })
+            .collect::<Result<_>>()?;
+        self.cache = kept.into_iter().flatten().collect();
+        Ok(())
     }
 
     /// The pieces of positions `p0..p1`, carved into runs (sorted by position) over the

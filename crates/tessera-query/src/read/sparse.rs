@@ -47,7 +47,7 @@ use crate::condition::{
     apply_deletes_views, delete_fields,
 };
 use crate::fragment::Fragment;
-use crate::read::column::{OutField, Source, gather};
+use crate::read::column::{OutField, Run, Source, copy_runs, gather};
 use crate::read::order::{GlobalOrder, cmp_bytes, ord_key, tile_index};
 use crate::read::stats::{FieldMeta, Want};
 use crate::read::subarray::Subarray;
@@ -1241,6 +1241,14 @@ impl<'a> SparseReader<'a> {
     /// # Errors
     /// Storage errors and tiles that do not decode.
     pub(crate) fn next_batch(&mut self, out: &mut ReadResult) -> Result<bool> {
+        if self.mode == Mode::Concat && self.budget.is_none() && self.pending.is_none() {
+            if !self.started {
+                self.start()?;
+            }
+            if self.queue.is_empty() {
+                return self.concat_batch(out);
+            }
+        }
         let mut cells: Vec<CellRef> = Vec::new();
         let mut used = 0u64;
         loop {
@@ -1259,6 +1267,58 @@ impl<'a> SparseReader<'a> {
             return Ok(false);
         }
         self.build(&cells, out);
+        Ok(true)
+    }
+
+    /// Concatenation without a budget: appends every remaining cell to `out`, tile after
+    /// tile, each tile's kept cells as runs of consecutive cells (no per-cell bookkeeping).
+    fn concat_batch(&mut self, out: &mut ReadResult) -> Result<bool> {
+        let mut tiles: Vec<Arc<LoadedTile>> = Vec::new();
+        let mut runs: Vec<Run> = Vec::new();
+        let mut n = 0u64;
+        loop {
+            let f = self.concat_frag;
+            if f >= self.frags.len() {
+                break;
+            }
+            self.ensure(f)?;
+            let Some(t) = self.cursors[f].tiles.pop_front() else {
+                self.concat_frag += 1;
+                continue;
+            };
+            let slot = tiles.len() as u32;
+            let sel = &t.sel;
+            let mut i = 0;
+            while i < sel.len() {
+                if !self.keep_after_dedup(&t, i) {
+                    i += 1;
+                    continue;
+                }
+                let first = sel[i];
+                let mut len = 1;
+                while i + len < sel.len()
+                    && u64::from(sel[i + len]) == u64::from(first) + len as u64
+                    && self.keep_after_dedup(&t, i + len)
+                {
+                    len += 1;
+                }
+                runs.push(Run { slot, src: u64::from(first), dst: n, len: len as u64 });
+                n += len as u64;
+                i += len;
+            }
+            tiles.push(t);
+        }
+        if n == 0 {
+            return Ok(false);
+        }
+        out.columns
+            .par_iter_mut()
+            .zip(self.out.par_iter().zip(self.out_slots.par_iter()))
+            .for_each(|(col, (f, &s))| {
+                let field_tiles: Vec<Option<Arc<DecodedTile>>> =
+                    tiles.iter().map(|t| t.fields[s].clone()).collect();
+                copy_runs(f, col, &runs, &field_tiles);
+            });
         Ok(true)
     }
 

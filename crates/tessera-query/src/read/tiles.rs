@@ -314,9 +314,14 @@ enum Part {
 /// The byte ranges to read in one file: (job, part, range).
 type FileRanges = Vec<(usize, Part, Range<u64>)>;
 
-/// Fetches and decodes `jobs`: every byte range of a file is read with one
-/// [`Storage::read_ranges`] call (which coalesces nearby ranges), files in parallel; tiles are
-/// then decoded in parallel. The result is in the order of `jobs`.
+/// Bytes of ranges of one file read by one [`Storage::read_ranges`] call, at least (files with
+/// fewer than twice as many are read with one call).
+const READ_GROUP_BYTES: u64 = 4 << 20;
+
+/// Fetches and decodes `jobs`: the byte ranges of a file are read with one
+/// [`Storage::read_ranges`] call (which coalesces nearby ranges), or for a large file one call
+/// per group of about [`READ_GROUP_BYTES`], files and groups in parallel; tiles are then
+/// decoded in parallel. The result is in the order of `jobs`.
 ///
 /// # Errors
 /// Storage errors; [`Error::Tile`] naming the file, tile and byte range of a tile that does
@@ -351,7 +356,30 @@ pub(crate) fn load_tiles(
             by_file.entry(&r.validity_file).or_default().push((j, Part::Validity, range));
         }
     }
-    let files: Vec<(&str, FileRanges)> = by_file.into_iter().collect();
+    // Large files are read in several groups of ranges, so that one field's tiles are not
+    // one long read on one thread.
+    let mut files: Vec<(&str, FileRanges)> = Vec::with_capacity(by_file.len());
+    for (path, mut parts) in by_file {
+        let total: u64 = parts.iter().map(|(_, _, r)| r.end - r.start).sum();
+        if total < 2 * READ_GROUP_BYTES {
+            files.push((path, parts));
+            continue;
+        }
+        parts.sort_by_key(|(_, _, r)| r.start);
+        let mut group: FileRanges = Vec::new();
+        let mut bytes = 0;
+        for part in parts {
+            bytes += part.2.end - part.2.start;
+            group.push(part);
+            if bytes >= READ_GROUP_BYTES {
+                files.push((path, std::mem::take(&mut group)));
+                bytes = 0;
+            }
+        }
+        if !group.is_empty() {
+            files.push((path, group));
+        }
+    }
     let fetched: Vec<Vec<(usize, Part, u64, Bytes)>> = files
         .par_iter()
         .map(|(path, parts)| {
