@@ -168,7 +168,17 @@ pub(crate) fn load_fragments(
             let (_, schema_name) = Footer::peek_schema_name(&footer_bytes).map_err(err)?;
             let schema = schema_for(&schema_name)?;
             let footer = Footer::parse(&footer_bytes, &schema).map_err(err)?;
-            let footer_offset = len_range.start - footer_bytes.len() as u64;
+            // A footer from consolidated fragment metadata must still fit in this file.
+            let footer_offset =
+                len_range.start.checked_sub(footer_bytes.len() as u64).ok_or_else(|| {
+                    Error::Corrupt {
+                        file: path.clone(),
+                        reason: format!(
+                            "its footer ({} bytes) is larger than the file ({file_size} bytes)",
+                            footer_bytes.len()
+                        ),
+                    }
+                })?;
             Ok(Fragment {
                 name: name.clone(),
                 schema,

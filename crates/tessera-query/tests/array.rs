@@ -150,3 +150,36 @@ fn libtiledb_schema_evolution_fixture() {
             .unwrap();
     assert_eq!(newest, expected("evolution.schema.json".into()));
 }
+
+/// A footer taken from consolidated fragment metadata that cannot fit in the fragment's own
+/// metadata file is an error naming the file, not an arithmetic overflow.
+#[test]
+fn consolidated_footer_larger_than_its_file_is_an_error() {
+    fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                copy_dir(&p, &to.join(e.file_name()));
+            } else {
+                std::fs::copy(&p, to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/fragments/fragment_meta_consolidated");
+    let dir = tempfile::tempdir().unwrap();
+    let array = dir.path().join("a");
+    copy_dir(&src, &array);
+    // A fragment whose footer the `.meta` file (over [10, 30]) holds.
+    let frag = std::fs::read_dir(array.join("__fragments"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("__10_10_"))
+        .unwrap();
+    std::fs::write(frag.join("__fragment_metadata.tdb"), [0u8; 8]).unwrap();
+    let err = Array::open(Arc::new(LocalStorage::new(&array))).unwrap_err();
+    assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("__fragment_metadata.tdb"), "{err}");
+}
