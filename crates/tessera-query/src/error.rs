@@ -88,6 +88,11 @@ pub enum Error {
     /// ranges, ...).
     #[error("invalid query: {0}")]
     InvalidQuery(String),
+    /// A write whose cells cannot be written as given (columns that do not match the schema
+    /// or each other, coordinates outside the domain, duplicates the schema forbids, cells
+    /// out of global order); the array is unchanged.
+    #[error("invalid write: {0}")]
+    InvalidWrite(String),
     /// A query condition that does not parse, does not fit the schema, or that libtiledb
     /// would refuse (to evaluate, or to store as a delete).
     #[error(

@@ -31,6 +31,7 @@ mod fragment;
 pub mod metadata;
 pub mod read;
 mod result;
+pub mod write;
 
 pub use array::{Array, dirs};
 pub use directory::{ArrayDirectory, DeleteCommit};
@@ -38,3 +39,4 @@ pub use error::{Error, Result};
 pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};
 pub use read::{Batches, ReadQuery};
 pub use result::{Column, ReadResult};
+pub use write::{FragmentWrite, WriteQuery};

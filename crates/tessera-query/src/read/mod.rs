@@ -47,10 +47,10 @@
 
 mod column;
 mod dense;
-mod order;
+pub(crate) mod order;
 mod sparse;
 pub(crate) mod stats;
-mod subarray;
+pub(crate) mod subarray;
 mod tiles;
 
 use tessera_types::{Layout, Primitive};
@@ -63,7 +63,8 @@ use crate::{Error, Result};
 use column::{OutField, empty_result};
 use dense::DenseReader;
 use sparse::{SparseFilter, SparseReader};
-use subarray::{RangeSpec, Subarray};
+pub(crate) use subarray::RangeSpec;
+use subarray::Subarray;
 
 impl Array {
     /// Starts a read of this array (as opened: its schema, fragments and time range).
