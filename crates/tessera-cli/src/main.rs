@@ -12,6 +12,7 @@ mod fragments_cmd;
 mod meta_cmd;
 mod read_cmd;
 mod schema_cmd;
+mod write_cmd;
 
 /// Inspect, create, read and write TileDB arrays.
 #[derive(Debug, Parser)]
@@ -98,6 +99,26 @@ enum Command {
         #[arg(long, global = true)]
         json: bool,
     },
+    /// Write cells (the cells JSONL of `read --format jsonl`) as one fragment.
+    Write {
+        /// The array's folder.
+        array: PathBuf,
+        #[command(flatten)]
+        args: write_cmd::WriteArgs,
+    },
+    /// Delete the cells of a sparse array that match a condition (a delete commit).
+    Delete {
+        /// The array's folder.
+        array: PathBuf,
+        /// The cells to delete, e.g. `a == 15 and s is not null` (the `--where` grammar of
+        /// `read`).
+        #[arg(long = "where", value_name = "EXPR", required = true)]
+        condition: String,
+        /// Timestamp of the delete (ms since the epoch; default now): it removes the
+        /// matching cells written at or before it.
+        #[arg(long, value_name = "MS")]
+        timestamp: Option<u64>,
+    },
     /// Create an empty array from schema JSON.
     Create {
         /// The folder to create the array in.
@@ -170,6 +191,18 @@ fn run(cli: Cli) -> Result<()> {
             let opened = open(&array, at)?;
             meta_cmd::run(&opened, action.unwrap_or(meta_cmd::MetaAction::List), json)
                 .with_context(|| array.display().to_string())?;
+        }
+        Command::Write { array, args } => {
+            let opened = open(&array, None)?;
+            write_cmd::run(&opened, &args).with_context(|| array.display().to_string())?;
+        }
+        Command::Delete { array, condition, timestamp } => {
+            let opened = open(&array, None)?;
+            let mut q = opened.delete().where_text(&condition);
+            if let Some(t) = timestamp {
+                q = q.timestamp(t);
+            }
+            q.submit().with_context(|| array.display().to_string())?;
         }
         Command::Create { array, schema } => {
             let text = if schema.as_os_str() == "-" {

@@ -20,8 +20,12 @@ pub(crate) enum MetaAction {
     Put {
         /// The key.
         key: String,
-        /// The value: JSON (`3`, `[1, 2]`, `"text"`, `{"hex": "00ff"}`), or plain text for
-        /// string types.
+        /// The value. Numeric types (integers, floats, `bool`, datetimes): the values
+        /// comma-separated (`1,2,3`; `true`/`false` for `bool`; `NaN`, `Infinity`,
+        /// `-Infinity` for floats), or a JSON list as `meta list --json` prints it
+        /// (`[1, 2, 3]`); an empty VALUE stores no values. String types (`char`, `string_*`,
+        /// `geom_wkt`): the text as is. `blob`, `any`, `geom_wkb`: the bytes in hex
+        /// (`00ff`), or `{"hex": "00ff"}` as `meta list --json` prints it.
         value: String,
         /// The value's type (`int64`, `float64`, `string_utf8`, `blob`, ...).
         #[arg(long = "type")]
@@ -43,6 +47,42 @@ pub(crate) enum MetaAction {
 fn human(v: &MetadataValue) -> String {
     let j = v.value_json();
     format!("{} {}", v.datatype(), if let Json::String(s) = &j { s.clone() } else { j.to_string() })
+}
+
+/// The value of `tessera meta put KEY VALUE --type T` (see the help of `VALUE`).
+fn parse_value(dt: Datatype, value: &str) -> Result<MetadataValue> {
+    let json = if dt.is_string() || matches!(dt, Datatype::Char | Datatype::GeomWkt) {
+        Json::String(value.to_owned())
+    } else if matches!(dt, Datatype::Blob | Datatype::Any | Datatype::GeomWkb) {
+        if value.trim_start().starts_with('{') {
+            serde_json::from_str(value).context("expected {\"hex\": \"…\"}")?
+        } else {
+            let hex: String = value.chars().filter(|c| !c.is_whitespace()).collect();
+            let hex = hex.strip_prefix("0x").unwrap_or(&hex);
+            serde_json::json!({ "hex": hex })
+        }
+    } else if value.trim_start().starts_with('[') {
+        serde_json::from_str(value).context("expected a JSON list of values")?
+    } else {
+        let mut items = Vec::new();
+        for (i, item) in value.split(',').map(str::trim).enumerate() {
+            if item.is_empty() && !value.trim().is_empty() {
+                bail!("element {i} is empty");
+            }
+            if item.is_empty() {
+                continue;
+            }
+            items.push(match item {
+                "NaN" | "Infinity" | "-Infinity" => Json::String(item.to_owned()),
+                _ => serde_json::from_str::<Json>(item)
+                    .ok()
+                    .filter(|j| j.is_number() || j.is_boolean())
+                    .with_context(|| format!("element {i} ({item:?}) is not a {dt} value"))?,
+            });
+        }
+        Json::Array(items)
+    };
+    Ok(MetadataValue::from_json(dt, &json)?)
 }
 
 /// Runs `tessera meta`.
@@ -69,11 +109,7 @@ pub(crate) fn run(array: &tessera::Array, action: MetaAction, json: bool) -> Res
         }
         MetaAction::Put { key, value, datatype, timestamp } => {
             let dt = Datatype::from_name(&datatype)?;
-            let parsed = match serde_json::from_str::<Json>(&value) {
-                Ok(j) if !dt.is_string() || j.is_string() => j,
-                _ => Json::String(value.clone()),
-            };
-            let v = MetadataValue::from_json(dt, &parsed)
+            let v = parse_value(dt, &value)
                 .with_context(|| format!("value {value:?} as {datatype}"))?;
             let mut w = MetadataWriter::new(timestamp.unwrap_or_else(now_ms));
             w.put(key.into_bytes(), v)?;
@@ -86,4 +122,30 @@ pub(crate) fn run(array: &tessera::Array, action: MetaAction, json: bool) -> Res
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_values() {
+        let v = |dt: Datatype, text: &str| parse_value(dt, text).map(|v| v.value_json());
+        assert_eq!(v(Datatype::Int32, "1,2, 3").unwrap(), serde_json::json!([1, 2, 3]));
+        assert_eq!(v(Datatype::Int32, "[1, 2, 3]").unwrap(), serde_json::json!([1, 2, 3]));
+        assert_eq!(v(Datatype::Int64, "7").unwrap(), serde_json::json!([7]));
+        assert_eq!(v(Datatype::Int64, "").unwrap(), serde_json::json!([]));
+        assert_eq!(
+            v(Datatype::Float64, "0.5,NaN,-Infinity").unwrap(),
+            serde_json::json!([0.5, "NaN", "-Infinity"])
+        );
+        assert_eq!(v(Datatype::Bool, "true,false").unwrap(), serde_json::json!([true, false]));
+        assert_eq!(v(Datatype::StringUtf8, "a,b [c]").unwrap(), serde_json::json!("a,b [c]"));
+        assert_eq!(v(Datatype::Blob, "00ff").unwrap(), serde_json::json!({"hex": "00ff"}));
+        assert_eq!(v(Datatype::Blob, r#"{"hex": "0a"}"#).unwrap(), serde_json::json!({"hex": "0a"}));
+        assert!(v(Datatype::UInt8, "300").is_err());
+        assert!(v(Datatype::Int32, "1,,2").is_err());
+        assert!(v(Datatype::Int32, "x").is_err());
+        assert!(v(Datatype::Blob, "0g").is_err());
+    }
 }

@@ -65,7 +65,7 @@ pub(crate) struct ReadArgs {
 }
 
 /// Splits `LO:HI`, where either bound may be a JSON string holding `:`.
-fn split_bounds(text: &str) -> Result<(String, String)> {
+pub(crate) fn split_bounds(text: &str) -> Result<(String, String)> {
     let (lo, rest) = if text.starts_with('"') {
         let mut de = serde_json::Deserializer::from_str(text).into_iter::<String>();
         let lo = de.next().context("unterminated quoted bound")??;
@@ -88,7 +88,7 @@ fn escape(s: &str) -> String {
 }
 
 /// One bound as the little-endian bytes of the dimension's type.
-fn bound_bytes(datatype: Datatype, var: bool, text: &str) -> Result<Vec<u8>> {
+pub(crate) fn bound_bytes(datatype: Datatype, var: bool, text: &str) -> Result<Vec<u8>> {
     let json = if text.starts_with('"') {
         serde_json::from_str::<Json>(text).with_context(|| format!("bad quoted bound {text}"))?
     } else if var {

@@ -1,6 +1,6 @@
-//! Aggregates over the cells a read selects: `count`, `sum(a)`, `min(a)`, `max(a)`,
-//! `mean(a)` and `null_count(a)`, with libtiledb 2.30's semantics
-//! (`tiledb/sm/query/readers/aggregators/*`):
+//! Aggregates over the cells a read selects: `count`, `sum(f)`, `min(f)`, `max(f)`,
+//! `mean(f)` and `null_count(f)`, of attributes and dimensions, with libtiledb 2.30's
+//! semantics (`tiledb/sm/query/readers/aggregators/*`):
 //!
 //! * the cells are those a read of the same subarray, time range and condition returns,
 //!   deletes applied: on a sparse array the cells that match; on a dense array every cell of
@@ -17,8 +17,17 @@
 //! * `min`/`max` keep the attribute's type (numbers with one value per cell; `char` and
 //!   `string_ascii` values compare bytewise);
 //! * null cells are skipped; `null_count` needs a nullable attribute; an aggregate without a
-//!   value (no cells, or only nulls) is null — except a sum over an attribute that is not
-//!   nullable, which is 0, as in libtiledb.
+//!   value (no cells, or only nulls) is null — except a sum over a field that is not
+//!   nullable, which is 0, as in libtiledb;
+//! * a dimension aggregates like an attribute of its type that is never null (so
+//!   `null_count` refuses it, as libtiledb does): the coordinates of the selected cells, which
+//!   on a dense array are every cell of the subarray (computed, dense fragments store no
+//!   coordinates); its sums add in the sum type of its datatype (`i64`, `u64` or `f64`), its
+//!   min and max keep its type (`string_ascii` dimensions compare bytewise). libtiledb 2.30
+//!   agrees wherever its dense aggregates agree with its own reads: over dense cells that no
+//!   fragment's non-empty domain holds, its sums, mins, maxs and means of dimensions (and
+//!   attributes) skip those cells while its count includes them; Tessera, as for attributes,
+//!   aggregates every cell the read returns.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -52,6 +61,7 @@ use tessera_schema::json::cell_json;
 use tessera_types::{CELL_VAL_NUM_VAR, Datatype, Primitive};
 
 use crate::condition::ColumnView;
+use crate::read::Source;
 use crate::read::stats::{ExactStats, Want};
 use crate::{Error, Result};
 
@@ -86,12 +96,13 @@ impl AggregateOp {
     }
 }
 
-/// One aggregate: an operation and the attribute it applies to (none for `count`).
+/// One aggregate: an operation and the field (attribute or dimension) it applies to (none
+/// for `count`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Aggregate {
     /// The operation.
     pub op: AggregateOp,
-    /// The attribute (`None` for [`AggregateOp::Count`]).
+    /// The attribute or dimension (`None` for [`AggregateOp::Count`]).
     pub field: Option<String>,
 }
 
@@ -106,13 +117,13 @@ impl Aggregate {
         Aggregate { op, field: Some(field.into()) }
     }
 
-    /// Parses `count` (or `count()`), `sum(a)`, `min(a)`, `max(a)`, `mean(a)` or
-    /// `null_count(a)` (spaces around the parts allowed; the attribute name is taken as
-    /// written between the parentheses).
+    /// Parses `count` (or `count()`), `sum(f)`, `min(f)`, `max(f)`, `mean(f)` or
+    /// `null_count(f)` (spaces around the parts allowed; the field name, of an attribute or
+    /// a dimension, is taken as written between the parentheses).
     ///
     /// # Errors
-    /// [`Error::InvalidQuery`] for an unknown operation, a missing or unexpected attribute,
-    /// or unbalanced parentheses.
+    /// [`Error::InvalidQuery`] for an unknown operation, a missing or unexpected field, or
+    /// unbalanced parentheses.
     pub fn parse(text: &str) -> Result<Self> {
         let bad = |why: &str| Error::InvalidQuery(format!("aggregate {text:?}: {why}"));
         let t = text.trim();
@@ -194,7 +205,7 @@ impl AggregateValue {
     }
 }
 
-/// The numeric interpretation of an attribute's values (sums, numeric min/max).
+/// The numeric interpretation of a field's values (sums, numeric min/max).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Num {
     I8,
@@ -323,13 +334,13 @@ value_impl!(i64, I64: i8, i16, i32, i64);
 value_impl!(u64, U64: u8, u16, u32, u64);
 value_impl!(f64, F64: f32, f64);
 
-/// One attribute aggregates read, resolved against the schema.
+/// One field (attribute or dimension) aggregates read, resolved against the schema.
 #[derive(Debug, Clone)]
 pub(crate) struct AggField {
-    /// The attribute's name.
+    /// The field's name.
     pub(crate) name: String,
-    /// Its index in the array schema.
-    pub(crate) attr: usize,
+    /// The attribute or dimension, by index in the array schema.
+    pub(crate) source: Source,
     /// Its datatype.
     pub(crate) datatype: Datatype,
     /// Its values per cell.
@@ -342,13 +353,18 @@ pub(crate) struct AggField {
     num: Option<Num>,
     /// Min/max compare bytewise strings.
     string: bool,
-    /// Fill value and validity of cells no fragment wrote.
+    /// Fill value and validity of cells no fragment wrote (attributes).
     pub(crate) fill: Vec<u8>,
     pub(crate) fill_valid: bool,
 }
 
 impl AggField {
-    /// The bytes per cell of a fixed-size attribute (0 for var-sized).
+    /// Whether the field is a dimension.
+    pub(crate) fn is_dim(&self) -> bool {
+        matches!(self.source, Source::Dim(_))
+    }
+
+    /// The bytes per cell of a fixed-size field (0 for var-sized).
     fn cell_size(&self) -> usize {
         if self.cell_val_num == CELL_VAL_NUM_VAR {
             0
@@ -358,12 +374,12 @@ impl AggField {
     }
 }
 
-/// The aggregates of a read, resolved: the attributes to read and what each aggregate takes.
+/// The aggregates of a read, resolved: the fields to read and what each aggregate takes.
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
-    /// The attributes read.
+    /// The fields read.
     pub(crate) fields: Vec<AggField>,
-    /// Each aggregate, with the index of its attribute in `fields`.
+    /// Each aggregate, with the index of its field in `fields`.
     aggs: Vec<(AggregateOp, Option<usize>)>,
 }
 
@@ -372,10 +388,10 @@ impl Plan {
     ///
     /// # Errors
     /// [`Error::UnknownField`] for a name that is neither a dimension nor an attribute;
-    /// [`Error::InvalidQuery`] for an aggregate libtiledb refuses: on a dimension, a sum or
-    /// mean of a non-numeric or multi-value attribute, a min or max of an attribute that is
-    /// neither numeric with one value per cell nor an ASCII/`char` string, a null count of
-    /// an attribute that is not nullable.
+    /// [`Error::InvalidQuery`] for an aggregate libtiledb refuses: a sum or mean of a
+    /// non-numeric or multi-value field, a min or max of a field that is neither numeric
+    /// with one value per cell nor an ASCII/`char` string, a null count of a field that is
+    /// not nullable (every dimension).
     pub(crate) fn new(schema: &ArraySchema, aggs: &[Aggregate]) -> Result<Plan> {
         let mut fields: Vec<AggField> = Vec::new();
         let mut out = Vec::with_capacity(aggs.len());
@@ -394,68 +410,47 @@ impl Plan {
                 return Err(Error::InvalidQuery("count takes no attribute".into()));
             }
             let bad = |why: String| Error::InvalidQuery(format!("{agg}: {why}"));
-            let Some(a) = schema.attributes.iter().position(|x| &x.name == name) else {
-                if schema.dimension(name).is_some() {
-                    return Err(bad(format!(
-                        "{name:?} is a dimension; aggregates apply to attributes"
-                    )));
-                }
-                return Err(Error::UnknownField(name.clone()));
-            };
-            let attr = &schema.attributes[a];
-            let var = attr.cell_val_num == CELL_VAL_NUM_VAR;
-            let string = matches!(attr.datatype, Datatype::Char | Datatype::StringAscii);
-            let num = if var || attr.cell_val_num != 1 { None } else { Num::of(attr.datatype) };
+            let field = resolve(schema, name)?;
+            let kind = if field.is_dim() { "dimension" } else { "attribute" };
             let mut want = Want::default();
             match agg.op {
                 AggregateOp::Count => {}
                 AggregateOp::NullCount => {
-                    if !attr.nullable {
+                    if !field.nullable {
                         return Err(bad(format!(
-                            "attribute {name:?} is not nullable (null counts need a nullable \
+                            "{kind} {name:?} is not nullable (null counts need a nullable \
                              attribute)"
                         )));
                     }
                     want.null_counts = true;
                 }
                 AggregateOp::Sum | AggregateOp::Mean => {
-                    if num.is_none() {
+                    if field.num.is_none() {
                         return Err(bad(format!(
-                            "attribute {name:?} holds {}; sums and means need a numeric \
-                             attribute with one value per cell",
-                            describe(attr.datatype, attr.cell_val_num)
+                            "{kind} {name:?} holds {}; sums and means need a numeric field \
+                             with one value per cell",
+                            describe(field.datatype, field.cell_val_num)
                         )));
                     }
                     want.sums = true;
                     want.null_counts = true;
                 }
                 AggregateOp::Min | AggregateOp::Max => {
-                    if num.is_none() && !string {
+                    if field.num.is_none() && !field.string {
                         return Err(bad(format!(
-                            "attribute {name:?} holds {}; min and max need a numeric attribute \
-                             with one value per cell or an ASCII string",
-                            describe(attr.datatype, attr.cell_val_num)
+                            "{kind} {name:?} holds {}; min and max need a numeric field with \
+                             one value per cell or an ASCII string",
+                            describe(field.datatype, field.cell_val_num)
                         )));
                     }
                     want.min_max = true;
                     want.null_counts = true;
                 }
             }
-            let i = match fields.iter().position(|f| f.attr == a) {
+            let i = match fields.iter().position(|f| f.source == field.source) {
                 Some(i) => i,
                 None => {
-                    fields.push(AggField {
-                        name: name.clone(),
-                        attr: a,
-                        datatype: attr.datatype,
-                        cell_val_num: attr.cell_val_num,
-                        nullable: attr.nullable,
-                        want: Want::default(),
-                        num,
-                        string,
-                        fill: attr.fill_value.clone(),
-                        fill_valid: attr.fill_value_validity || !attr.nullable,
-                    });
+                    fields.push(field);
                     fields.len() - 1
                 }
             };
@@ -537,6 +532,40 @@ impl Plan {
             })
             .collect()
     }
+}
+
+/// The attribute or dimension `name` of `schema`, with no statistics wanted yet.
+fn resolve(schema: &ArraySchema, name: &str) -> Result<AggField> {
+    let (source, datatype, cell_val_num, nullable, fill, fill_valid) =
+        if let Some(a) = schema.attributes.iter().position(|x| x.name == name) {
+            let attr = &schema.attributes[a];
+            (
+                Source::Attr(a),
+                attr.datatype,
+                attr.cell_val_num,
+                attr.nullable,
+                attr.fill_value.clone(),
+                attr.fill_value_validity || !attr.nullable,
+            )
+        } else if let Some(d) = schema.dimensions.iter().position(|x| x.name == name) {
+            let dim = &schema.dimensions[d];
+            (Source::Dim(d), dim.datatype, dim.cell_val_num, false, Vec::new(), true)
+        } else {
+            return Err(Error::UnknownField(name.to_owned()));
+        };
+    let var = cell_val_num == CELL_VAL_NUM_VAR;
+    Ok(AggField {
+        name: name.to_owned(),
+        source,
+        datatype,
+        cell_val_num,
+        nullable,
+        want: Want::default(),
+        num: if var || cell_val_num != 1 { None } else { Num::of(datatype) },
+        string: matches!(datatype, Datatype::Char | Datatype::StringAscii),
+        fill,
+        fill_valid,
+    })
 }
 
 fn describe(dt: Datatype, cvn: u32) -> String {

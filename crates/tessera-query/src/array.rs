@@ -71,6 +71,8 @@ pub struct Array {
     schema_names: Vec<TimestampedName>,
     enumerations: Vec<Enumeration>,
     timestamp_range: (u64, u64),
+    /// Whether the end of the range was given (then writes are stamped with it).
+    explicit_end: bool,
     directory: ArrayDirectory,
     fragments: Vec<Arc<Fragment>>,
 }
@@ -151,7 +153,9 @@ impl Array {
     /// [`Error::NotAnArray`], [`Error::Unsupported`] for format versions Tessera cannot read,
     /// and errors naming the schema or enumeration file that is corrupt.
     pub fn open(storage: Arc<dyn Storage>) -> Result<Array> {
-        Self::open_between(storage, 0, now_ms())
+        let mut array = Self::open_between(storage, 0, now_ms())?;
+        array.explicit_end = false;
+        Ok(array)
     }
 
     /// Opens the array as it was at `timestamp` (ms): the open range `[0, timestamp]`.
@@ -228,6 +232,7 @@ impl Array {
             schema_names,
             enumerations,
             timestamp_range: (start, end),
+            explicit_end: true,
             directory,
             fragments,
         })
@@ -236,6 +241,13 @@ impl Array {
     /// The open timestamp range `[start, end]` (ms).
     pub fn timestamp_range(&self) -> (u64, u64) {
         self.timestamp_range
+    }
+
+    /// The timestamp writes through this handle get by default, as in libtiledb: the end of
+    /// the range it was opened at when one was given ([`Self::open_at`],
+    /// [`Self::open_between`]), else the current time.
+    pub fn write_timestamp(&self) -> u64 {
+        if self.explicit_end { self.timestamp_range.1 } else { now_ms() }
     }
 
     /// The visible fragments, oldest first.

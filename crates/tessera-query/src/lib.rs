@@ -25,6 +25,7 @@
 pub mod aggregate;
 mod array;
 pub mod condition;
+mod delete;
 mod directory;
 mod error;
 mod fragment;
@@ -34,6 +35,7 @@ mod result;
 pub mod write;
 
 pub use array::{Array, dirs};
+pub use delete::DeleteQuery;
 pub use directory::{ArrayDirectory, DeleteCommit};
 pub use error::{Error, Result};
 pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};

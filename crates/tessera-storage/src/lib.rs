@@ -215,6 +215,57 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// is a directory and `to` an object; `InvalidInput` when moving a directory into itself;
     /// `NotADirectory` if a parent of `to` is an object.
     fn rename(&self, from: &str, to: &str) -> Result<()>;
+
+    /// Starts writing the object at `path` in pieces, for files too large to hold in memory
+    /// (a fragment's data files). The object exists, whole, once
+    /// [`ObjectWriter::finish`] returns; like [`write`](Storage::write) it is not atomic,
+    /// so only files that a later [`publish`](Storage::publish) makes visible are written
+    /// this way. The default collects the pieces and calls [`write`](Storage::write).
+    ///
+    /// # Errors
+    ///
+    /// As [`write`](Storage::write) (a backend may report them only at `finish`).
+    fn writer<'a>(&'a self, path: &str) -> Result<Box<dyn ObjectWriter + 'a>> {
+        normalize_non_root(Op::Write, path)?;
+        Ok(Box::new(BufferedWriter { storage: self, path: path.to_owned(), data: Vec::new() }))
+    }
+}
+
+/// An object being written piece by piece; see [`Storage::writer`].
+pub trait ObjectWriter: Send + Sync {
+    /// Appends `data` to the object.
+    ///
+    /// # Errors
+    ///
+    /// The backend's I/O error.
+    fn write_all(&mut self, data: &[u8]) -> Result<()>;
+
+    /// Completes the object (durably, where the backend syncs) and returns its size.
+    ///
+    /// # Errors
+    ///
+    /// The backend's I/O error.
+    fn finish(self: Box<Self>) -> Result<u64>;
+}
+
+/// The default [`ObjectWriter`]: the pieces in memory, one [`Storage::write`] at the end.
+struct BufferedWriter<'a, S: ?Sized> {
+    storage: &'a S,
+    path: String,
+    data: Vec<u8>,
+}
+
+impl<S: Storage + ?Sized> ObjectWriter for BufferedWriter<'_, S> {
+    fn write_all(&mut self, data: &[u8]) -> Result<()> {
+        self.data.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<u64> {
+        let size = self.data.len() as u64;
+        self.storage.write(&self.path, Bytes::from(self.data))?;
+        Ok(size)
+    }
 }
 
 /// Checks `range` against an object of `size` bytes and returns it as `usize` offsets.

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 
 use crate::path::{normalize_non_root, normalize_path, parent};
-use crate::{Entry, Error, Op, Result, Storage, check_range};
+use crate::{Entry, Error, ObjectWriter, Op, Result, Storage, check_range};
 
 /// The suffix of [`LocalStorage::publish`]'s temporary files (whose names also start with
 /// `.`); [`LocalStorage::list`] hides such names.
@@ -307,6 +307,17 @@ impl Storage for LocalStorage {
             .map_err(|e| Error::io(op, path, e))
     }
 
+    fn writer<'a>(&'a self, path: &str) -> Result<Box<dyn ObjectWriter + 'a>> {
+        let op = Op::Write;
+        let key = normalize_non_root(op, path)?;
+        self.create_parent(op, path, parent(&key))?;
+        let target = self.resolve(&key);
+        let file = File::create(&target).map_err(|e| {
+            if target.is_dir() { is_a_directory(op, path) } else { Error::io(op, path, e) }
+        })?;
+        Ok(Box::new(LocalWriter { file, path: path.to_owned(), size: 0, sync: self.sync }))
+    }
+
     fn create_dir(&self, path: &str) -> Result<()> {
         let key = normalize_path(Op::CreateDir, path)?;
         fs::create_dir_all(self.resolve(&key)).map_err(|e| Error::io(Op::CreateDir, path, e))
@@ -395,5 +406,28 @@ impl Storage for LocalStorage {
         }
         self.create_parent(op, to, parent(&dst))?;
         fs::rename(self.resolve(&src), self.resolve(&dst)).map_err(|e| lookup_error(op, from, e))
+    }
+}
+
+/// A local file written piece by piece, synced at the end unless syncing is off.
+struct LocalWriter {
+    file: File,
+    path: String,
+    size: u64,
+    sync: bool,
+}
+
+impl ObjectWriter for LocalWriter {
+    fn write_all(&mut self, data: &[u8]) -> Result<()> {
+        self.file.write_all(data).map_err(|e| Error::io(Op::Write, &self.path, e))?;
+        self.size += data.len() as u64;
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<u64> {
+        if self.sync {
+            self.file.sync_all().map_err(|e| Error::io(Op::Write, &self.path, e))?;
+        }
+        Ok(self.size)
     }
 }

@@ -69,6 +69,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("paths_are_normalised", paths_are_normalised),
     ("invalid_paths_refused", invalid_paths_refused),
     ("concurrent_writers", concurrent_writers),
+    ("writer_in_pieces", writer_in_pieces),
 ];
 
 /// Runs every test in [`TESTS`], each on a fresh fixture from `make`, and panics naming the
@@ -125,6 +126,7 @@ macro_rules! storage_test_suite {
             paths_are_normalised,
             invalid_paths_refused,
             concurrent_writers,
+            writer_in_pieces,
         );
     };
 }
@@ -706,4 +708,22 @@ pub fn concurrent_writers(s: &dyn Storage) {
             assert!(got == pattern(1000 + i, t as u8), "w/{t}/{i} differs");
         }
     }
+}
+
+/// [`Storage::writer`] builds an object from pieces (creating parents, replacing an object),
+/// reports its size, and refuses the root.
+pub fn writer_in_pieces(s: &dyn Storage) {
+    let data = pattern(100_000, 9);
+    let mut w = ok(s.writer("dir/sub/pieces.bin"), "writer");
+    for piece in data.chunks(7919) {
+        ok(w.write_all(piece), "write_all");
+    }
+    ok(w.write_all(&[]), "write_all empty");
+    assert_eq!(ok(w.finish(), "finish"), data.len() as u64);
+    assert!(ok(s.read("dir/sub/pieces.bin"), "read") == data, "pieces differ");
+
+    let w = ok(s.writer("dir/sub/pieces.bin"), "writer over an object");
+    assert_eq!(ok(w.finish(), "finish empty"), 0);
+    assert_eq!(ok(s.size("dir/sub/pieces.bin"), "size"), 0);
+    assert!(s.writer("").is_err(), "a writer for the root");
 }

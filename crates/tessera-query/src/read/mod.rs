@@ -60,6 +60,7 @@ use crate::array::Array;
 use crate::condition::{DeleteCondition, QueryCondition};
 use crate::result::ReadResult;
 use crate::{Error, Result};
+pub(crate) use column::Source;
 use column::{OutField, empty_result};
 use dense::DenseReader;
 use sparse::{SparseFilter, SparseReader};
@@ -371,16 +372,16 @@ impl<'a> ReadQuery<'a> {
         Ok(Batches { fields: out, inner })
     }
 
-    /// Computes `aggs` over the cells this read selects (its subarray, time range, condition
-    /// and, on sparse arrays, deletes); the attributes and layout set on the read do not
-    /// matter. Values come in the order of `aggs`; see [`crate::aggregate`] for the
+    /// Computes `aggs` (of attributes or dimensions) over the cells this read selects (its
+    /// subarray, time range, condition and, on sparse arrays, deletes); the attributes and
+    /// layout set on the read do not matter. Values come in the order of `aggs`; see [`crate::aggregate`] for the
     /// semantics. Whole tiles inside the subarray that no condition, delete or other
     /// fragment affects are answered from their metadata (sums, mins, maxs, null counts)
     /// where it is exact, without decoding them.
     ///
     /// # Errors
     /// As [`Self::execute`]; [`Error::InvalidQuery`] for an aggregate libtiledb refuses
-    /// (see [`Aggregate`]), [`Error::UnknownField`] for an unknown attribute.
+    /// (see [`Aggregate`]), [`Error::UnknownField`] for an unknown field.
     pub fn aggregate(self, aggs: &[Aggregate]) -> Result<Vec<AggregateValue>> {
         self.aggregate_with(aggs, true)
     }
@@ -400,8 +401,14 @@ impl<'a> ReadQuery<'a> {
         let Some(subarray) = Subarray::build(schema, array.fragments(), &self.ranges)? else {
             return Ok(plan.finish(&crate::aggregate::Partial::new(&plan)));
         };
-        let out: Vec<OutField> =
-            plan.fields.iter().map(|f| OutField::attr(schema, f.attr)).collect();
+        let out: Vec<OutField> = plan
+            .fields
+            .iter()
+            .map(|f| match f.source {
+                Source::Dim(d) => OutField::dim(schema, d),
+                Source::Attr(a) => OutField::attr(schema, a),
+            })
+            .collect();
         let budget = Some(self.budget.unwrap_or(AGGREGATE_BUDGET));
         let total = if schema.is_dense() {
             let layout =

@@ -35,13 +35,27 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use tessera_fragment::FragmentName;
+mod dense;
+mod input;
+mod sink;
+mod sparse;
+
+use rayon::prelude::*;
+use tessera_fragment::stats::VarMinMaxCopy;
+use tessera_fragment::{Field, FragmentName};
+use tessera_rtree::Mbr;
 use tessera_types::{Layout, Primitive};
 
 use crate::array::Array;
 use crate::read::RangeSpec;
+use crate::read::order::push_int;
+use crate::read::subarray::Subarray;
 use crate::result::Column;
 use crate::{Error, Result};
+use dense::{DenseTiling, build_tile, fill_tile};
+use input::{FieldCells, check_columns};
+use sink::{FragmentSink, Tile, stored_fields};
+use sparse::{CellOrder, check_bounds, cmp_across, duplicate_error, unsorted_error};
 
 impl Array {
     /// Starts a write of one fragment to this array (with the schema it was opened with).
@@ -205,9 +219,106 @@ impl<'a> WriteQuery<'a> {
     }
 
     fn begin_inner(self) -> Result<FragmentWrite<'a>> {
-        let _ = (self.array, &self.ranges, self.layout, self.timestamp);
-        Err(Error::Unsupported("writes are not implemented yet".into()))
+        let array = self.array;
+        let schema = array.schema();
+        let dense = schema.is_dense();
+        let layout = self.layout.unwrap_or(if dense { Layout::RowMajor } else { Layout::Unordered });
+        let timestamp = self.timestamp.unwrap_or_else(|| array.write_timestamp());
+        let mode = if dense {
+            if !matches!(layout, Layout::RowMajor | Layout::ColMajor | Layout::GlobalOrder) {
+                return Err(Error::InvalidWrite(format!(
+                    "a dense write takes its cells in row-major, col-major or global order, not {layout:?}"
+                )));
+            }
+            let tiling = DenseTiling::new(schema, self.dense_subarray()?)?;
+            if layout == Layout::GlobalOrder && !tiling.tile_aligned(schema) {
+                return Err(Error::InvalidWrite(
+                    "a global-order dense write needs a subarray that coincides with space-tile bounds"
+                        .into(),
+                ));
+            }
+            Mode::Dense { tiling, layout, next_tile: 0, submitted: 0 }
+        } else {
+            if !self.ranges.is_empty() {
+                return Err(Error::InvalidWrite(
+                    "a sparse write takes coordinates, not a subarray".into(),
+                ));
+            }
+            match layout {
+                Layout::Unordered => Mode::Unordered { done: false },
+                Layout::GlobalOrder => Mode::SparseGlobal { last: None },
+                other => {
+                    return Err(Error::InvalidWrite(format!(
+                        "a sparse write takes its cells unordered or in global order, not {other:?}"
+                    )));
+                }
+            }
+        };
+        Ok(FragmentWrite {
+            array,
+            fields: stored_fields(schema, false, false),
+            mode,
+            timestamp,
+            sink: None,
+            buffer: None,
+            pending: self.columns,
+        })
     }
+
+    /// The subarray of a dense write: one range per dimension (the whole domain where none
+    /// is given), inside the domain and current domain.
+    fn dense_subarray(&self) -> Result<Vec<[i128; 2]>> {
+        let schema = self.array.schema();
+        let mut seen = std::collections::HashSet::new();
+        for (name, _) in &self.ranges {
+            if !seen.insert(name) {
+                return Err(Error::InvalidWrite(format!(
+                    "dimension {name:?}: a dense write takes one range per dimension"
+                )));
+            }
+        }
+        // Dimensions without a range span the current domain, or the domain.
+        let mut ranges = self.ranges.clone();
+        for (d, dim) in schema.dimensions.iter().enumerate() {
+            if ranges.iter().any(|(n, _)| n == &dim.name) {
+                continue;
+            }
+            let [lo, hi] = match (&schema.current_domain, &dim.domain) {
+                (Some(cd), _) => cd.ranges[d].clone(),
+                (None, Some(dom)) => dom.clone(),
+                (None, None) => {
+                    return Err(Error::InvalidWrite(format!("dimension {:?} has no domain", dim.name)));
+                }
+            };
+            ranges.push((dim.name.clone(), RangeSpec::Bytes(lo, hi)));
+        }
+        let sub = Subarray::build(schema, &[], &ranges)?
+            .ok_or_else(|| Error::InvalidWrite("an empty subarray".into()))?;
+        let ints = sub.int_ranges(schema)?;
+        Ok(ints.into_iter().map(|r| [r[0].0, r[0].1]).collect())
+    }
+}
+
+/// How the cells of a write arrive.
+#[derive(Debug)]
+enum Mode {
+    /// A dense subarray, in one submission (row- or col-major) or tile by tile (global
+    /// order).
+    Dense { tiling: DenseTiling, layout: Layout, next_tile: u64, submitted: u128 },
+    /// Sparse cells in any order, in one submission.
+    Unordered { done: bool },
+    /// Sparse cells in global order over several submissions; `last` is the last cell
+    /// written (one cell of every field).
+    SparseGlobal { last: Option<Vec<FieldCells>> },
+}
+
+/// Bytes of tiles filtered at once: enough for every worker, few enough to keep memory
+/// bounded.
+const BATCH_BYTES: usize = 64 << 20;
+
+fn batch_tiles(bytes_per_tile: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    (BATCH_BYTES / bytes_per_tile.max(1)).clamp(threads, 4096)
 }
 
 /// A write in progress: one fragment being filled, committed by [`Self::finalize`]. Dropping
@@ -215,24 +326,346 @@ impl<'a> WriteQuery<'a> {
 #[derive(Debug)]
 pub struct FragmentWrite<'a> {
     array: &'a Array,
+    fields: Vec<Field>,
+    mode: Mode,
+    timestamp: u64,
+    sink: Option<FragmentSink<'a>>,
+    /// Cells submitted but not yet in a tile (global-order writes).
+    buffer: Option<Vec<FieldCells>>,
     pending: Vec<Column>,
 }
 
-impl FragmentWrite<'_> {
+impl<'a> FragmentWrite<'a> {
+    /// The fragment's timestamp.
+    pub fn timestamp(&self) -> u64 {
+        self.timestamp
+    }
+
+    fn sink(&mut self) -> Result<&mut FragmentSink<'a>> {
+        if self.sink.is_none() {
+            let array = self.array;
+            let name = FragmentName::generate(self.timestamp, self.timestamp)
+                .map_err(|e| Error::InvalidWrite(e.to_string()))?;
+            self.sink = Some(FragmentSink::create(
+                array.storage().as_ref(),
+                array.schema(),
+                array.schema_name().to_string(),
+                name,
+                false,
+                false,
+            )?);
+        }
+        Ok(self.sink.as_mut().expect("just created"))
+    }
+
     /// Adds the next cells (every field, in the write's layout).
     ///
     /// # Errors
-    /// As [`WriteQuery::submit`].
+    /// As [`WriteQuery::submit`]. After an error the write is spoiled: finalizing it fails,
+    /// and dropping it removes what it wrote.
     pub fn submit(&mut self, columns: Vec<Column>) -> Result<()> {
-        let _ = (self.array, columns);
-        Err(Error::Unsupported("writes are not implemented yet".into()))
+        let result = self.submit_inner(columns);
+        if result.is_err() {
+            // Nothing of a failed write may become visible.
+            self.sink = None;
+            self.mode = Mode::Unordered { done: true };
+            self.buffer = None;
+        }
+        result
+    }
+
+    fn submit_inner(&mut self, columns: Vec<Column>) -> Result<()> {
+        let schema = self.array.schema();
+        let (cells, n) = check_columns(schema, &self.fields, columns)?;
+        match &mut self.mode {
+            Mode::Unordered { done } => {
+                if *done {
+                    return Err(Error::InvalidWrite(
+                        "an unordered write takes its cells in one submission".into(),
+                    ));
+                }
+                *done = true;
+                self.write_unordered(&cells, n)
+            }
+            Mode::SparseGlobal { .. } => self.write_sparse_global(cells, n),
+            Mode::Dense { layout, submitted, tiling, .. } => {
+                let sub_cells = tiling.sub_cells();
+                if *layout != Layout::GlobalOrder {
+                    if *submitted > 0 || n as u128 != sub_cells {
+                        return Err(Error::InvalidWrite(format!(
+                            "{} cells for a subarray of {sub_cells} cells",
+                            n as u128 + *submitted
+                        )));
+                    }
+                    *submitted = n as u128;
+                    return self.write_dense_ordered(&cells);
+                }
+                *submitted += n as u128;
+                if *submitted > sub_cells {
+                    return Err(Error::InvalidWrite(format!(
+                        "{submitted} cells for a subarray of {sub_cells} cells"
+                    )));
+                }
+                self.append_buffer(cells);
+                self.flush_dense_global()
+            }
+        }
+    }
+
+    fn append_buffer(&mut self, cells: Vec<FieldCells>) {
+        match &mut self.buffer {
+            None => self.buffer = Some(cells),
+            Some(buf) => {
+                for (b, c) in buf.iter_mut().zip(cells) {
+                    b.append(c);
+                }
+            }
+        }
+    }
+
+    fn write_dense_ordered(&mut self, cells: &[FieldCells]) -> Result<()> {
+        let Mode::Dense { tiling, layout, .. } = &self.mode else { unreachable!() };
+        let (tiling, layout) = (tiling.clone(), *layout);
+        let bytes: usize = cells.iter().map(|c| c.cell_size.unwrap_or(16)).sum::<usize>()
+            * tiling.cells_per_tile;
+        let per_batch = batch_tiles(bytes) as u64;
+        let total = tiling.tile_num();
+        let mut k = 0;
+        while k < total {
+            let end = (k + per_batch).min(total);
+            let tiles: Vec<Tile> = (k..end)
+                .into_par_iter()
+                .map(|t| build_tile(&tiling, t, cells, &tiling.sub, layout, layout))
+                .collect::<Result<_>>()?;
+            self.sink()?.write_tiles(tiles)?;
+            k = end;
+        }
+        if let Mode::Dense { next_tile, .. } = &mut self.mode {
+            *next_tile = total;
+        }
+        Ok(())
+    }
+
+    /// Writes the tiles of a global-order dense write whose cells have all arrived.
+    fn flush_dense_global(&mut self) -> Result<()> {
+        let Mode::Dense { tiling, next_tile, .. } = &self.mode else { unreachable!() };
+        let tiling = tiling.clone();
+        let mut k = *next_tile;
+        let cell_order = tiling_cell_order(self.array.schema());
+        let mut tiles = Vec::new();
+        let mut flushed = k;
+        loop {
+            let Some(buf) = &mut self.buffer else { break };
+            if k >= tiling.tile_num() {
+                break;
+            }
+            let tile = tiling.tile(k);
+            let overlap: Vec<[i128; 2]> = tile
+                .iter()
+                .zip(&tiling.sub)
+                .map(|(t, s)| [t[0].max(s[0]), t[1].min(s[1])])
+                .collect();
+            let need: usize = overlap.iter().map(|r| (r[1] - r[0] + 1) as usize).product();
+            if buf.first().map_or(0, FieldCells::len) < need {
+                break;
+            }
+            let runs = tiling.runs(&tile, &overlap, cell_order);
+            let cells = tiling.cells_per_tile;
+            tiles.push(Tile {
+                cell_num: cells as u64,
+                fields: buf.iter().map(|f| fill_tile(f, &runs, cells)).collect(),
+                slabs: Some(tiling.slabs(&tile, cell_order)?),
+            });
+            for f in buf.iter_mut() {
+                f.drain_front(need);
+            }
+            k += 1;
+            if tiles.len() >= rayon::current_num_threads().max(2) * 2 {
+                self.sink()?.write_tiles(std::mem::take(&mut tiles))?;
+                flushed = k;
+            }
+        }
+        if !tiles.is_empty() {
+            self.sink()?.write_tiles(tiles)?;
+            flushed = k;
+        }
+        if let Mode::Dense { next_tile, .. } = &mut self.mode {
+            *next_tile = flushed;
+        }
+        Ok(())
+    }
+
+    fn write_unordered(&mut self, cells: &[FieldCells], n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let schema = self.array.schema();
+        let dims = dim_cells(schema, cells);
+        check_bounds(schema, &dims)?;
+        let order = CellOrder::new(schema, dims.clone());
+        let perm = order.sorted();
+        if !schema.allows_duplicates
+            && let Some(k) = order.first_duplicate(&perm)
+        {
+            return Err(duplicate_error(schema, &dims, perm[k]));
+        }
+        drop(order);
+        let capacity = schema.capacity.max(1) as usize;
+        let bytes: usize =
+            cells.iter().map(|c| c.cell_size.unwrap_or(16)).sum::<usize>() * capacity;
+        let per_batch = batch_tiles(bytes);
+        for batch in perm.chunks(capacity * per_batch) {
+            let tiles: Vec<Tile> = batch
+                .par_chunks(capacity)
+                .map(|idx| Tile {
+                    cell_num: idx.len() as u64,
+                    fields: cells
+                        .iter()
+                        .map(|f| {
+                            let mut t = f.new_tile(idx.len());
+                            f.push_gather(&mut t, idx);
+                            t
+                        })
+                        .collect(),
+                    slabs: None,
+                })
+                .collect();
+            self.sink()?.write_tiles(tiles)?;
+        }
+        Ok(())
+    }
+
+    fn write_sparse_global(&mut self, cells: Vec<FieldCells>, n: usize) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let schema = self.array.schema();
+        {
+            let dims = dim_cells(schema, &cells);
+            check_bounds(schema, &dims)?;
+            let order = CellOrder::new(schema, dims.clone());
+            if let Some(k) = order.first_unsorted(n) {
+                return Err(unsorted_error(schema, &dims, k));
+            }
+            if !schema.allows_duplicates {
+                let seq: Vec<usize> = (0..n).collect();
+                if let Some(k) = order.first_duplicate(&seq) {
+                    return Err(duplicate_error(schema, &dims, k));
+                }
+            }
+            if let Mode::SparseGlobal { last: Some(last) } = &self.mode {
+                let prev = dim_cells(schema, last);
+                if cmp_across(schema, &prev, 0, &dims) == std::cmp::Ordering::Greater {
+                    return Err(Error::InvalidWrite(format!(
+                        "Write failed; Coordinates {} come before last written coordinate",
+                        sparse::show_first(schema, &dims)
+                    )));
+                }
+            }
+        }
+        // Remember the last cell for the next submission's check.
+        let last: Vec<FieldCells> = cells.iter().map(|f| f.single(n - 1)).collect();
+        self.mode = Mode::SparseGlobal { last: Some(last) };
+        self.append_buffer(cells);
+        self.flush_sparse_global(false)
+    }
+
+    /// Writes the full tiles of the buffer (and the partial last one when `all`).
+    fn flush_sparse_global(&mut self, all: bool) -> Result<()> {
+        let capacity = self.array.schema().capacity.max(1) as usize;
+        let Some(buf) = &mut self.buffer else { return Ok(()) };
+        let n = buf.first().map_or(0, FieldCells::len);
+        let whole = if all { n.div_ceil(capacity) } else { n / capacity };
+        if whole == 0 {
+            return Ok(());
+        }
+        let take = (whole * capacity).min(n);
+        let tiles: Vec<Tile> = (0..whole)
+            .into_par_iter()
+            .map(|t| {
+                let (s, e) = (t * capacity, ((t + 1) * capacity).min(take));
+                Tile {
+                    cell_num: (e - s) as u64,
+                    fields: buf
+                        .iter()
+                        .map(|f| {
+                            let mut tile = f.new_tile(e - s);
+                            f.push_run(&mut tile, s, e);
+                            tile
+                        })
+                        .collect(),
+                    slabs: None,
+                }
+            })
+            .collect();
+        for f in buf.iter_mut() {
+            f.drain_front(take);
+        }
+        self.sink()?.write_tiles(tiles)
     }
 
     /// Flushes the last tiles, writes the fragment metadata and commits the fragment.
+    /// Returns the fragment's name, or `None` when no cell was written (no fragment).
     ///
     /// # Errors
-    /// As [`WriteQuery::submit`].
-    pub fn finalize(self) -> Result<Option<FragmentName>> {
-        Err(Error::Unsupported("writes are not implemented yet".into()))
+    /// As [`WriteQuery::submit`]; a global-order dense write that did not receive every
+    /// cell of its subarray.
+    pub fn finalize(mut self) -> Result<Option<FragmentName>> {
+        let schema = self.array.schema();
+        let (ned, var_copy) = match &self.mode {
+            Mode::Dense { tiling, submitted, layout, .. } => {
+                if *submitted == 0 {
+                    return Ok(None);
+                }
+                if *submitted != tiling.sub_cells() {
+                    return Err(Error::InvalidWrite(format!(
+                        "{submitted} cells written for a subarray of {} cells",
+                        tiling.sub_cells()
+                    )));
+                }
+                let dims = tessera_fragment::dim_types(schema);
+                let ned = Mbr(tiling
+                    .sub
+                    .iter()
+                    .zip(&schema.dimensions)
+                    .map(|(r, d)| {
+                        let (mut lo, mut hi) = (Vec::new(), Vec::new());
+                        push_int(d.datatype, r[0], &mut lo);
+                        push_int(d.datatype, r[1], &mut hi);
+                        tessera_rtree::Range::new(lo, hi)
+                    })
+                    .collect());
+                let _ = dims;
+                // libtiledb's ordered writer copies var min/max values into slot 0 when a
+                // write has more attributes than tiles.
+                let copy = if *layout != Layout::GlobalOrder
+                    && schema.attributes.len() as u64 > tiling.tile_num()
+                {
+                    VarMinMaxCopy::SlotZero
+                } else {
+                    VarMinMaxCopy::PerTile
+                };
+                (Some(ned), copy)
+            }
+            Mode::SparseGlobal { .. } => {
+                self.flush_sparse_global(true)?;
+                (None, VarMinMaxCopy::PerTile)
+            }
+            Mode::Unordered { .. } => (None, VarMinMaxCopy::PerTile),
+        };
+        match self.sink.take() {
+            Some(sink) => Ok(Some(sink.commit(ned, var_copy, Vec::new())?)),
+            None => Ok(None),
+        }
     }
+}
+
+fn tiling_cell_order(schema: &tessera_schema::ArraySchema) -> Layout {
+    if schema.cell_order == Layout::ColMajor { Layout::ColMajor } else { Layout::RowMajor }
+}
+
+/// The dimension buffers among the stored fields of a sparse write, in schema order.
+fn dim_cells<'c>(schema: &tessera_schema::ArraySchema, cells: &'c [FieldCells]) -> Vec<&'c FieldCells> {
+    let a = schema.attributes.len();
+    cells[a..a + schema.dimensions.len()].iter().collect()
 }

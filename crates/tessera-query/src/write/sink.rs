@@ -1,0 +1,535 @@
+//! The files of one fragment being written: tiles are filtered on worker threads and appended
+//! to their data files as they come; the fragment metadata is built alongside and written at
+//! the end, then the `.wrt` commit (format-fragments.md §1–§3).
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use rayon::prelude::*;
+use tessera_fragment::stats::{
+    TileData, TileStats, VarMinMaxCopy, field_tile_metadata_with, tile_stats, tile_stats_full,
+};
+use tessera_fragment::{
+    CommitEntry, CommitKind, Field, FieldInfo, Footer, FragmentMetadata, FragmentName,
+    ProcessedConditions, dim_types,
+};
+use tessera_rtree::{DimCoords, DimType, Mbr, RTree};
+use tessera_schema::ArraySchema;
+use tessera_storage::{ObjectWriter, Storage};
+use tessera_tile::{TileCodec, VarTileCodec};
+use tessera_types::{CELL_VAL_NUM_VAR, FORMAT_VERSION};
+
+use crate::array::dirs;
+use crate::fragment::FRAGMENT_METADATA_FILE;
+use crate::{Error, Result};
+
+/// The unfiltered cells of one field in one tile.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FieldTile {
+    /// The values (of var-sized fields: back to back).
+    pub(crate) data: Vec<u8>,
+    /// Var-sized fields: the start of each cell in `data` (relative to the tile, as they go
+    /// to disk).
+    pub(crate) offsets: Option<Vec<u64>>,
+    /// Nullable fields: one byte per cell, 0 = null.
+    pub(crate) validity: Option<Vec<u8>>,
+}
+
+/// One tile of every field the fragment stores.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tile {
+    /// Cells in the tile (for dense tiles: every cell of the space tile).
+    pub(crate) cell_num: u64,
+    /// One entry per field of the sink, in its order.
+    pub(crate) fields: Vec<FieldTile>,
+    /// The cell ranges that were written (dense tiles with padding), in the order libtiledb
+    /// hands them to its metadata generator; `None` for the whole tile.
+    pub(crate) slabs: Option<Vec<Range<u64>>>,
+}
+
+/// How one field's tiles are filtered.
+#[derive(Debug)]
+enum Codec {
+    Fixed(TileCodec),
+    Var(VarTileCodec),
+}
+
+/// One stored field: its codecs, its open files and what the metadata records of it.
+struct SinkField<'a> {
+    info: FieldInfo,
+    idx: usize,
+    codec: Codec,
+    validity_codec: Option<TileCodec>,
+    data_file: String,
+    var_file: Option<String>,
+    validity_file: Option<String>,
+    data: Option<Box<dyn ObjectWriter + 'a>>,
+    var: Option<Box<dyn ObjectWriter + 'a>>,
+    validity: Option<Box<dyn ObjectWriter + 'a>>,
+    sizes: [u64; 3],
+    tile_offsets: Vec<u64>,
+    tile_var_offsets: Vec<u64>,
+    tile_var_sizes: Vec<u64>,
+    tile_validity_offsets: Vec<u64>,
+    stats: Vec<TileStats>,
+}
+
+/// A tile of one field after filtering.
+struct EncodedField {
+    data: Vec<u8>,
+    var: Option<Vec<u8>>,
+    var_size: u64,
+    validity: Option<Vec<u8>>,
+    stats: TileStats,
+}
+
+/// The fragment folder being filled. Dropping it before [`FragmentSink::commit`] removes the
+/// folder, so a failed write leaves nothing behind.
+pub(crate) struct FragmentSink<'a> {
+    storage: &'a dyn Storage,
+    schema: &'a ArraySchema,
+    schema_name: String,
+    name: FragmentName,
+    dir: String,
+    fields: Vec<SinkField<'a>>,
+    dims: Vec<DimType>,
+    /// Positions in `fields` of the dimensions, in schema order (sparse fragments).
+    dim_fields: Vec<usize>,
+    mbrs: Vec<Mbr>,
+    tile_num: u64,
+    last_tile_cells: u64,
+    has_timestamps: bool,
+    has_delete_meta: bool,
+    committed: bool,
+}
+
+impl std::fmt::Debug for FragmentSink<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FragmentSink")
+            .field("name", &self.name.as_str())
+            .field("tile_num", &self.tile_num)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The fields a fragment of `schema` stores, in the order the sink takes them: attributes in
+/// schema order, then (sparse arrays) dimensions, then the timestamp and delete fields.
+pub(crate) fn stored_fields(
+    schema: &ArraySchema,
+    has_timestamps: bool,
+    has_delete_meta: bool,
+) -> Vec<Field> {
+    let mut out: Vec<Field> = (0..schema.attributes.len()).map(Field::Attribute).collect();
+    if !schema.is_dense() {
+        out.extend((0..schema.dimensions.len()).map(Field::Dimension));
+    }
+    if has_timestamps {
+        out.push(Field::Timestamps);
+    }
+    if has_delete_meta {
+        out.push(Field::DeleteTimestamps);
+        out.push(Field::DeleteConditionIndex);
+    }
+    out
+}
+
+fn tile_err(file: &str) -> impl Fn(tessera_tile::Error) -> Error + '_ {
+    move |e| Error::Unsupported(format!("{file}: {e}"))
+}
+
+impl<'a> FragmentSink<'a> {
+    /// Starts fragment `name` of `schema` (whose file in `__schema/` is `schema_name`),
+    /// storing [`stored_fields`]; creates its folder and data files.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a filter Tessera cannot run; storage errors.
+    pub(crate) fn create(
+        storage: &'a dyn Storage,
+        schema: &'a ArraySchema,
+        schema_name: String,
+        name: FragmentName,
+        has_timestamps: bool,
+        has_delete_meta: bool,
+    ) -> Result<Self> {
+        let dir = format!("{}/{}", dirs::FRAGMENTS, name.as_str());
+        let layout = tessera_fragment::FieldLayout::new(schema, has_timestamps, has_delete_meta);
+        let mut fields = Vec::new();
+        let mut dim_fields = Vec::new();
+        for field in stored_fields(schema, has_timestamps, has_delete_meta) {
+            let info = FieldInfo::new(schema, field)
+                .map_err(|e| Error::Fragment { file: dir.clone(), source: Box::new(e) })?;
+            let idx = layout.idx(field).ok_or_else(|| {
+                Error::InvalidWrite(format!("the fragment layout has no {field:?}"))
+            })?;
+            let (pipeline, nullable) = match field {
+                Field::Attribute(i) => {
+                    let a = &schema.attributes[i];
+                    (&a.filters, a.nullable)
+                }
+                Field::Dimension(j) => {
+                    dim_fields.push(fields.len());
+                    (schema.dimension_filters(&schema.dimensions[j]), false)
+                }
+                _ => (&schema.coords_filters, false),
+            };
+            let path = |f: Option<String>| f.map(|f| format!("{dir}/{f}"));
+            let data_file = path(field.data_file()).unwrap_or_default();
+            let var_file = path(field.var_file()).filter(|_| info.var);
+            let validity_file = path(field.validity_file()).filter(|_| nullable);
+            let codec = if info.cell_val_num == CELL_VAL_NUM_VAR {
+                Codec::Var(
+                    VarTileCodec::new(
+                        pipeline,
+                        &schema.offsets_filters,
+                        info.datatype,
+                        FORMAT_VERSION,
+                    )
+                    .map_err(tile_err(var_file.as_deref().unwrap_or(&data_file)))?,
+                )
+            } else {
+                Codec::Fixed(
+                    TileCodec::fixed_data(
+                        pipeline,
+                        info.datatype,
+                        info.cell_val_num,
+                        FORMAT_VERSION,
+                    )
+                    .map_err(tile_err(&data_file))?,
+                )
+            };
+            let validity_codec = match &validity_file {
+                Some(f) => Some(
+                    TileCodec::validity(&schema.validity_filters, FORMAT_VERSION)
+                        .map_err(tile_err(f))?,
+                ),
+                None => None,
+            };
+            fields.push(SinkField {
+                info,
+                idx,
+                codec,
+                validity_codec,
+                data_file,
+                var_file,
+                validity_file,
+                data: None,
+                var: None,
+                validity: None,
+                sizes: [0; 3],
+                tile_offsets: Vec::new(),
+                tile_var_offsets: Vec::new(),
+                tile_var_sizes: Vec::new(),
+                tile_validity_offsets: Vec::new(),
+                stats: Vec::new(),
+            });
+        }
+        storage.create_dir(&dir)?;
+        let mut sink = FragmentSink {
+            dims: dim_types(schema),
+            storage,
+            schema,
+            schema_name,
+            name,
+            dir,
+            fields,
+            dim_fields,
+            mbrs: Vec::new(),
+            tile_num: 0,
+            last_tile_cells: 0,
+            has_timestamps,
+            has_delete_meta,
+            committed: false,
+        };
+        sink.open_files()?;
+        Ok(sink)
+    }
+
+    fn open_files(&mut self) -> Result<()> {
+        let storage = self.storage;
+        for f in &mut self.fields {
+            f.data = Some(storage.writer(&f.data_file)?);
+            if let Some(p) = &f.var_file {
+                f.var = Some(storage.writer(p)?);
+            }
+            if let Some(p) = &f.validity_file {
+                f.validity = Some(storage.writer(p)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The fragment's name.
+    pub(crate) fn name(&self) -> &FragmentName {
+        &self.name
+    }
+
+    /// Number of tiles written so far.
+    pub(crate) fn tile_num(&self) -> u64 {
+        self.tile_num
+    }
+
+    /// Filters `tiles` (every field of every tile on the worker threads), computes their
+    /// metadata and MBRs, and appends them to the data files in order.
+    ///
+    /// # Errors
+    /// [`Error::InvalidWrite`] for tiles whose buffers do not fit their fields; filter and
+    /// storage errors.
+    pub(crate) fn write_tiles(&mut self, tiles: Vec<Tile>) -> Result<()> {
+        if tiles.is_empty() {
+            return Ok(());
+        }
+        for t in &tiles {
+            if t.fields.len() != self.fields.len() {
+                return Err(Error::InvalidWrite(format!(
+                    "a tile with {} fields for {}",
+                    t.fields.len(),
+                    self.fields.len()
+                )));
+            }
+        }
+        let jobs: Vec<(usize, usize)> =
+            (0..tiles.len()).flat_map(|t| (0..self.fields.len()).map(move |f| (t, f))).collect();
+        let fields = &self.fields;
+        let encoded: Vec<Result<EncodedField>> = jobs
+            .par_iter()
+            .map(|&(t, f)| encode_field(&fields[f], &tiles[t].fields[f], &tiles[t]))
+            .collect();
+        let sparse = !self.schema.is_dense();
+        let mbrs: Vec<Result<Mbr>> = if sparse {
+            tiles.par_iter().map(|t| self.tile_mbr(t)).collect()
+        } else {
+            Vec::new()
+        };
+        let mut encoded = encoded.into_iter();
+        for tile in &tiles {
+            for f in &mut self.fields {
+                let e = encoded.next().expect("one result per job")?;
+                f.append(e)?;
+            }
+            self.tile_num += 1;
+            self.last_tile_cells = tile.cell_num;
+        }
+        for m in mbrs {
+            self.mbrs.push(m?);
+        }
+        Ok(())
+    }
+
+    fn tile_mbr(&self, tile: &Tile) -> Result<Mbr> {
+        let coords: Vec<DimCoords<'_>> = self
+            .dim_fields
+            .iter()
+            .map(|&f| {
+                let ft = &tile.fields[f];
+                match &ft.offsets {
+                    Some(offsets) => DimCoords::Var { offsets, data: &ft.data },
+                    None => DimCoords::Fixed(&ft.data),
+                }
+            })
+            .collect();
+        Mbr::of_cells(&self.dims, &coords)
+            .map_err(|e| Error::InvalidWrite(format!("tile coordinates: {e}")))
+    }
+
+    /// Closes the data files, writes `__fragment_metadata.tdb` and publishes the `.wrt`
+    /// commit, which makes the fragment visible. `non_empty_domain` is the fragment's;
+    /// `dense_tile_num` the number of space tiles of a dense fragment (checked against the
+    /// tiles written); `var_copy` how var-sized min/max values go into the metadata.
+    ///
+    /// # Errors
+    /// [`Error::InvalidWrite`] when no tile was written or the dense tile count differs;
+    /// metadata encoding and storage errors (the folder is then removed).
+    pub(crate) fn commit(
+        mut self,
+        non_empty_domain: Option<Mbr>,
+        var_copy: VarMinMaxCopy,
+        processed_conditions: Vec<String>,
+    ) -> Result<FragmentName> {
+        let ned = match non_empty_domain {
+            Some(n) => n,
+            None => Mbr::bounding(&self.dims, &self.mbrs)
+                .ok_or_else(|| Error::InvalidWrite("a fragment without cells".into()))?,
+        };
+        let bytes = self.metadata(ned, var_copy, processed_conditions)?;
+        self.close_files()?;
+        let md_path = format!("{}/{FRAGMENT_METADATA_FILE}", self.dir);
+        self.storage.write(&md_path, Bytes::from(bytes))?;
+        let commit = CommitEntry::new(self.name.clone(), CommitKind::Write);
+        self.storage.publish(&commit.relative_path(), Bytes::new())?;
+        self.committed = true;
+        Ok(self.name.clone())
+    }
+
+    fn close_files(&mut self) -> Result<()> {
+        for f in &mut self.fields {
+            for w in [f.data.take(), f.var.take(), f.validity.take()].into_iter().flatten() {
+                w.finish()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn metadata(
+        &self,
+        ned: Mbr,
+        var_copy: VarMinMaxCopy,
+        processed_conditions: Vec<String>,
+    ) -> Result<Vec<u8>> {
+        let schema = self.schema;
+        let md_err = |e| Error::Fragment {
+            file: format!("{}/{FRAGMENT_METADATA_FILE}", self.dir),
+            source: Box::new(e),
+        };
+        let mut footer = Footer::new(schema, self.schema_name.clone(), ned);
+        footer.has_timestamps = self.has_timestamps;
+        footer.has_delete_meta = self.has_delete_meta;
+        let num = footer.layout(schema).num();
+        footer.file_sizes = vec![0; num];
+        footer.file_var_sizes = vec![0; num];
+        footer.file_validity_sizes = vec![0; num];
+        if schema.is_dense() {
+            let expected = footer.tile_num(schema).map_err(md_err)?;
+            if expected != self.tile_num {
+                return Err(Error::InvalidWrite(format!(
+                    "{} tiles written for a dense fragment of {expected} space tiles",
+                    self.tile_num
+                )));
+            }
+        } else {
+            if self.tile_num == 0 {
+                return Err(Error::InvalidWrite("a fragment without cells".into()));
+            }
+            footer.sparse_tile_num = self.tile_num;
+            footer.last_tile_cell_num = self.last_tile_cells;
+        }
+        for f in &self.fields {
+            footer.file_sizes[f.idx] = f.sizes[0];
+            footer.file_var_sizes[f.idx] = f.sizes[1];
+            footer.file_validity_sizes[f.idx] = f.sizes[2];
+        }
+        let mut md = FragmentMetadata::new(footer, schema).map_err(md_err)?;
+        let cell_num = md.footer.cell_num_fn(schema).map_err(md_err)?;
+        for f in &self.fields {
+            md.tile_offsets[f.idx].clone_from(&f.tile_offsets);
+            if f.info.var {
+                md.tile_var_offsets[f.idx].clone_from(&f.tile_var_offsets);
+                md.tile_var_sizes[f.idx].clone_from(&f.tile_var_sizes);
+            }
+            if f.validity_file.is_some() {
+                md.tile_validity_offsets[f.idx].clone_from(&f.tile_validity_offsets);
+            }
+            let m = field_tile_metadata_with(&f.info, self.tile_num, &f.stats, &cell_num, var_copy)
+                .map_err(md_err)?;
+            md.tile_mins[f.idx] = m.mins;
+            md.tile_maxs[f.idx] = m.maxs;
+            md.tile_sums[f.idx] = m.sums;
+            md.tile_null_counts[f.idx] = m.null_counts;
+        }
+        if !schema.is_dense() {
+            md.rtree = RTree::build(&self.dims, &self.mbrs, tessera_rtree::DEFAULT_FANOUT)
+                .map_err(|e| Error::InvalidWrite(format!("R-tree: {e}")))?;
+        }
+        md.processed_conditions = Some(ProcessedConditions(processed_conditions));
+        md.update_fragment_stats(schema).map_err(md_err)?;
+        md.to_bytes(schema).map_err(md_err)
+    }
+}
+
+impl Drop for FragmentSink<'_> {
+    fn drop(&mut self) {
+        // Close the files before removing the folder.
+        for f in &mut self.fields {
+            drop(f.data.take());
+            drop(f.var.take());
+            drop(f.validity.take());
+        }
+        if !self.committed {
+            let _ = self.storage.remove_dir_all(&self.dir);
+        }
+    }
+}
+
+impl SinkField<'_> {
+    fn append(&mut self, e: EncodedField) -> Result<()> {
+        let write = |w: &mut Option<Box<dyn ObjectWriter + '_>>, bytes: &[u8]| -> Result<()> {
+            let w = w.as_mut().ok_or_else(|| Error::InvalidWrite("the fragment is closed".into()))?;
+            w.write_all(bytes)?;
+            Ok(())
+        };
+        self.tile_offsets.push(self.sizes[0]);
+        write(&mut self.data, &e.data)?;
+        self.sizes[0] += e.data.len() as u64;
+        if let Some(v) = &e.var {
+            self.tile_var_offsets.push(self.sizes[1]);
+            self.tile_var_sizes.push(e.var_size);
+            write(&mut self.var, v)?;
+            self.sizes[1] += v.len() as u64;
+        }
+        if let Some(v) = &e.validity {
+            self.tile_validity_offsets.push(self.sizes[2]);
+            write(&mut self.validity, v)?;
+            self.sizes[2] += v.len() as u64;
+        }
+        self.stats.push(e.stats);
+        Ok(())
+    }
+}
+
+/// Filters one field's tile and computes its metadata.
+fn encode_field(f: &SinkField<'_>, ft: &FieldTile, tile: &Tile) -> Result<EncodedField> {
+    let n = tile.cell_num;
+    let name = &f.info.name;
+    let bad = |what: String| Error::InvalidWrite(format!("field {name:?}: {what}"));
+    let enc_err = |file: &str| {
+        let file = file.to_owned();
+        move |e: tessera_tile::Error| Error::InvalidWrite(format!("{file}: {e}"))
+    };
+    match (&f.validity_codec, &ft.validity) {
+        (Some(_), Some(v)) if v.len() as u64 != n => {
+            return Err(bad(format!("{} validity bytes for {n} cells", v.len())));
+        }
+        (Some(_), None) => return Err(bad("no validity for a nullable field".into())),
+        (None, Some(_)) => return Err(bad("validity for a field that is not nullable".into())),
+        _ => {}
+    }
+    let (data, var, var_size, stats_fixed): (Vec<u8>, Option<Vec<u8>>, u64, &[u8]) =
+        match &f.codec {
+            Codec::Fixed(codec) => {
+                if ft.data.len() as u64 != n * f.info.cell_size {
+                    return Err(bad(format!(
+                        "{} bytes for {n} cells of {} bytes",
+                        ft.data.len(),
+                        f.info.cell_size
+                    )));
+                }
+                (codec.encode(&ft.data).map_err(enc_err(&f.data_file))?, None, 0, &ft.data)
+            }
+            Codec::Var(codec) => {
+                let offsets = ft.offsets.as_deref().ok_or_else(|| bad("no offsets".into()))?;
+                if offsets.len() as u64 != n {
+                    return Err(bad(format!("{} offsets for {n} cells", offsets.len())));
+                }
+                let file = f.var_file.as_deref().unwrap_or(&f.data_file);
+                let e = codec.encode(offsets, &ft.data).map_err(enc_err(file))?;
+                (e.offsets, Some(e.data), ft.data.len() as u64, bytemuck::cast_slice(offsets))
+            }
+        };
+    let validity = match (&f.validity_codec, &ft.validity) {
+        (Some(codec), Some(v)) => Some(
+            codec.encode(v).map_err(enc_err(f.validity_file.as_deref().unwrap_or_default()))?,
+        ),
+        _ => None,
+    };
+    let td = TileData {
+        cell_num: n,
+        fixed: stats_fixed,
+        var: ft.offsets.as_ref().map(|_| ft.data.as_slice()),
+        validity: ft.validity.as_deref(),
+    };
+    let stats = match &tile.slabs {
+        Some(slabs) => tile_stats(&f.info, &td, slabs),
+        None => tile_stats_full(&f.info, &td),
+    }
+    .map_err(|e| bad(e.to_string()))?;
+    Ok(EncodedField { data, var, var_size, validity, stats })
+}
