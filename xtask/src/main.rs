@@ -36,6 +36,8 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
+mod writes;
+
 /// The packages of the reference environment. Changing this list rebuilds the venv.
 const REFERENCE_PACKAGES: &[&str] = &["tiledb==0.36.1", "numpy==2.4.6"];
 /// Checked after installation: (tiledb-py version, libtiledb version).
@@ -84,8 +86,13 @@ enum Cmd {
     /// Re-read every fixture with libtiledb and compare with the committed expectations, then
     /// check `tessera create` against libtiledb on testdata/create/*.json,
     /// `tessera fragments --json` against the fragments family, and `tessera read` /
-    /// `tessera aggregate` against the recorded queries of testdata/queries.
-    Conformance,
+    /// `tessera aggregate` against the recorded queries of testdata/queries, and Tessera's
+    /// writes (a rewrite of every fixture) against libtiledb.
+    Conformance {
+        /// Run only this step (repeatable): fixtures, create, fragments, queries, writes.
+        #[arg(long = "only", value_name = "STEP")]
+        only: Vec<String>,
+    },
     /// Run `cargo test --workspace`, then the conformance check. Extra arguments after `--`
     /// go to `cargo test`.
     Test {
@@ -134,14 +141,14 @@ fn real_main() -> Result<()> {
             println!("{}", python.display());
         }
         Cmd::Fixtures { families } => fixtures(&root, &families)?,
-        Cmd::Conformance => conformance(&root)?,
+        Cmd::Conformance { only } => conformance(&root, &only)?,
         Cmd::Test { cargo_args } => {
             ensure_venv(&root)?;
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             let mut cmd = Command::new(cargo);
             cmd.current_dir(&root).args(["test", "--workspace"]).args(&cargo_args);
             run(&mut cmd, "cargo test --workspace")?;
-            conformance(&root)?;
+            conformance(&root, &[])?;
         }
         Cmd::Bench { quick, only, runs, list, regenerate } => {
             bench(&root, quick, &only, runs, list, regenerate)?;
@@ -310,14 +317,26 @@ fn fixtures(root: &Path, families: &[String]) -> Result<()> {
 /// Ensure the venv, then run the fixture checker, the create conformance step, the
 /// fragments conformance step and the read conformance step. All run even if an earlier one
 /// fails; the command fails if any does.
-fn conformance(root: &Path) -> Result<()> {
+fn conformance(root: &Path, only: &[String]) -> Result<()> {
     let python = ensure_venv(root)?;
-    let results = [
-        check_fixtures(&python, root),
-        create_conformance(&python, root),
-        fragments_conformance(&python, root),
-        queries_conformance(&python, root),
+    type Step = fn(&Path, &Path) -> Result<()>;
+    let steps: [(&str, Step); 5] = [
+        ("fixtures", check_fixtures),
+        ("create", create_conformance),
+        ("fragments", fragments_conformance),
+        ("queries", queries_conformance),
+        ("writes", writes_conformance),
     ];
+    for o in only {
+        if !steps.iter().any(|(n, _)| n == o) {
+            bail!("no conformance step {o:?}");
+        }
+    }
+    let results: Vec<Result<()>> = steps
+        .iter()
+        .filter(|(n, _)| only.is_empty() || only.iter().any(|o| o == n))
+        .map(|(_, step)| step(&python, root))
+        .collect();
     let errors: Vec<String> =
         results.into_iter().filter_map(|r| r.err().map(|e| format!("{e:#}"))).collect();
     if errors.is_empty() { Ok(()) } else { bail!("{}", errors.join("; and ")) }
@@ -544,6 +563,23 @@ fn queries_conformance(python: &Path, root: &Path) -> Result<()> {
         cmd.arg("--skip-aggregates");
     }
     run(&mut cmd, "read conformance check (xtask/fixtures/check_queries.py)")
+}
+
+/// The write conformance step: Tessera writes a copy of every fixture array (see
+/// [`writes::rewrite_fixtures`]), its fragments are compared with libtiledb's bytes, and
+/// `check_writes.py` has libtiledb read each original and its copy (at the latest time and at
+/// every fragment's timestamp) and compare the cells.
+fn writes_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: write conformance (Tessera rewrites the fixtures; libtiledb compares)");
+    let rewritten = writes::rewrite_fixtures(root);
+    let mut cmd = python_script(python, root, "check_writes.py");
+    cmd.arg("--pairs").arg(root.join(writes::WRITES_OUT).join("pairs.json"));
+    let checked = run(&mut cmd, "write conformance check (xtask/fixtures/check_writes.py)");
+    match (rewritten, checked) {
+        (Ok(()), c) => c,
+        (Err(e), Ok(())) => Err(e),
+        (Err(e), Err(c)) => bail!("{e:#}; and {c:#}"),
+    }
 }
 
 /// Whether the CLI binary has a subcommand: `tessera <name> --help` exits 0.

@@ -21,7 +21,9 @@ fn dense_array() -> Arc<MemoryStorage> {
         .dimension(Dimension::new("r", Datatype::Int32).domain_i64(1, 6).tile_i64(4))
         .dimension(Dimension::new("c", Datatype::Int32).domain_i64(1, 5).tile_i64(2))
         .attribute(Attribute::new("a", Datatype::Int32))
-        .attribute(Attribute::new("s", Datatype::StringUtf8).cell_val_num(CELL_VAL_NUM_VAR).nullable(true))
+        .attribute(
+            Attribute::new("s", Datatype::StringUtf8).cell_val_num(CELL_VAL_NUM_VAR).nullable(true),
+        )
         .build()
         .unwrap();
     Array::create(storage.clone(), &schema, &[]).unwrap();
@@ -109,11 +111,13 @@ fn dense_global_order_write_in_pieces() {
     let res = array.read().range_i64("r", 1, 4).range_i64("c", 1, 4).execute().unwrap();
     let got = i32s(&res.column("a").unwrap().data);
     // Tile 0 = cols 1-2, tile 1 = cols 3-4; row-major within tiles.
-    let want: Vec<i32> = (0..16).map(|k| {
-        let (r, c) = (k / 4, k % 4);
-        let tile = c / 2;
-        tile * 8 + r * 2 + c % 2
-    }).collect();
+    let want: Vec<i32> = (0..16)
+        .map(|k| {
+            let (r, c) = (k / 4, k % 4);
+            let tile = c / 2;
+            tile * 8 + r * 2 + c % 2
+        })
+        .collect();
     assert_eq!(got, want);
 }
 
@@ -164,8 +168,17 @@ fn sparse_errors_leave_the_array_unchanged() {
         .values("v", &[0i32, 1])
         .submit()
         .unwrap_err();
-    assert!(err.to_string().contains("Coordinate 100 is out of domain bounds [0, 99] on dimension 'x'"), "{err}");
-    let err = array.write().values("x", &[1i64]).values("y", &[2i64, 3]).values("v", &[0i32]).submit().unwrap_err();
+    assert!(
+        err.to_string().contains("Coordinate 100 is out of domain bounds [0, 99] on dimension 'x'"),
+        "{err}"
+    );
+    let err = array
+        .write()
+        .values("x", &[1i64])
+        .values("y", &[2i64, 3])
+        .values("v", &[0i32])
+        .submit()
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidWrite(_)), "{err}");
     let err = array.write().values("x", &[1i64]).values("y", &[2i64]).submit().unwrap_err();
     assert!(err.to_string().contains("\"v\""), "{err}");

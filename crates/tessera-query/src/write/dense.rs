@@ -67,10 +67,11 @@ impl DenseTiling {
             tile_idx.push([(sub[d][0] - lo) / e, (sub[d][1] - lo) / e]);
             cells *= e;
         }
-        let cells_per_tile = usize::try_from(cells)
-            .ok()
-            .filter(|&c| c <= u32::MAX as usize * 16)
-            .ok_or_else(|| Error::InvalidWrite(format!("{cells} cells per space tile")))?;
+        let cells_per_tile =
+            usize::try_from(cells)
+                .ok()
+                .filter(|&c| c <= u32::MAX as usize * 16)
+                .ok_or_else(|| Error::InvalidWrite(format!("{cells} cells per space tile")))?;
         Ok(DenseTiling {
             sub,
             dom_lo,
@@ -120,10 +121,9 @@ impl DenseTiling {
     pub(crate) fn tile_aligned(&self, schema: &ArraySchema) -> bool {
         self.sub.iter().enumerate().all(|(d, r)| {
             let (lo, e) = (self.dom_lo[d], self.extent[d]);
-            let dom_hi = schema.dimensions[d]
-                .domain
-                .as_ref()
-                .and_then(|[_, hi]| crate::read::order::int_value(schema.dimensions[d].datatype, hi));
+            let dom_hi = schema.dimensions[d].domain.as_ref().and_then(|[_, hi]| {
+                crate::read::order::int_value(schema.dimensions[d].datatype, hi)
+            });
             (r[0] - lo) % e == 0 && ((r[1] - lo + 1) % e == 0 || Some(r[1]) == dom_hi)
         })
     }
@@ -141,14 +141,19 @@ impl DenseTiling {
         let widths: Vec<i128> = input.iter().map(|r| r[1] - r[0] + 1).collect();
         let in_strides = strides(&widths, layout);
         let t_strides = self.tile_strides();
-        let lo: Vec<i128> = (0..n).map(|d| tile[d][0].max(self.sub[d][0]).max(input[d][0])).collect();
-        let hi: Vec<i128> = (0..n).map(|d| tile[d][1].min(self.sub[d][1]).min(input[d][1])).collect();
+        let lo: Vec<i128> =
+            (0..n).map(|d| tile[d][0].max(self.sub[d][0]).max(input[d][0])).collect();
+        let hi: Vec<i128> =
+            (0..n).map(|d| tile[d][1].min(self.sub[d][1]).min(input[d][1])).collect();
         if (0..n).any(|d| lo[d] > hi[d]) {
             return Vec::new();
         }
         // Fastest dimension in cell order, then the others from fastest to slowest.
-        let order: Vec<usize> =
-            if self.cell_order == Layout::ColMajor { (0..n).collect() } else { (0..n).rev().collect() };
+        let order: Vec<usize> = if self.cell_order == Layout::ColMajor {
+            (0..n).collect()
+        } else {
+            (0..n).rev().collect()
+        };
         let fast = order[0];
         let w_fast = (hi[fast] - lo[fast] + 1) as usize;
         let contiguous = in_strides[fast] == 1;

@@ -240,7 +240,10 @@ pub(crate) fn check_columns(
         let var = cell_val_num == CELL_VAL_NUM_VAR;
         let elem = datatype.size();
         if c.datatype != datatype && c.datatype != Datatype::Any && c.datatype.size() != elem {
-            return Err(bad(format!("values of type {} for a field of type {datatype}", c.datatype)));
+            return Err(bad(format!(
+                "values of type {} for a field of type {datatype}",
+                c.datatype
+            )));
         }
         let n = if var {
             let offsets =
@@ -283,7 +286,9 @@ pub(crate) fn check_columns(
                 Some(v)
             }
             (true, None) => Some(vec![1; n]),
-            (false, Some(_)) => return Err(bad("validity given for a field that is not nullable".into())),
+            (false, Some(_)) => {
+                return Err(bad("validity given for a field that is not nullable".into()));
+            }
             (false, None) => None,
         };
         match &cell_num {

@@ -222,7 +222,8 @@ impl<'a> WriteQuery<'a> {
         let array = self.array;
         let schema = array.schema();
         let dense = schema.is_dense();
-        let layout = self.layout.unwrap_or(if dense { Layout::RowMajor } else { Layout::Unordered });
+        let layout =
+            self.layout.unwrap_or(if dense { Layout::RowMajor } else { Layout::Unordered });
         let timestamp = self.timestamp.unwrap_or_else(|| array.write_timestamp());
         let mode = if dense {
             if !matches!(layout, Layout::RowMajor | Layout::ColMajor | Layout::GlobalOrder) {
@@ -287,7 +288,10 @@ impl<'a> WriteQuery<'a> {
                 (Some(cd), _) => cd.ranges[d].clone(),
                 (None, Some(dom)) => dom.clone(),
                 (None, None) => {
-                    return Err(Error::InvalidWrite(format!("dimension {:?} has no domain", dim.name)));
+                    return Err(Error::InvalidWrite(format!(
+                        "dimension {:?} has no domain",
+                        dim.name
+                    )));
                 }
             };
             ranges.push((dim.name.clone(), RangeSpec::Bytes(lo, hi)));
@@ -426,8 +430,8 @@ impl<'a> FragmentWrite<'a> {
     fn write_dense_ordered(&mut self, cells: &[FieldCells]) -> Result<()> {
         let Mode::Dense { tiling, layout, .. } = &self.mode else { unreachable!() };
         let (tiling, layout) = (tiling.clone(), *layout);
-        let bytes: usize = cells.iter().map(|c| c.cell_size.unwrap_or(16)).sum::<usize>()
-            * tiling.cells_per_tile;
+        let bytes: usize =
+            cells.iter().map(|c| c.cell_size.unwrap_or(16)).sum::<usize>() * tiling.cells_per_tile;
         let per_batch = batch_tiles(bytes) as u64;
         let total = tiling.tile_num();
         let mut k = 0;
@@ -665,7 +669,10 @@ fn tiling_cell_order(schema: &tessera_schema::ArraySchema) -> Layout {
 }
 
 /// The dimension buffers among the stored fields of a sparse write, in schema order.
-fn dim_cells<'c>(schema: &tessera_schema::ArraySchema, cells: &'c [FieldCells]) -> Vec<&'c FieldCells> {
+fn dim_cells<'c>(
+    schema: &tessera_schema::ArraySchema,
+    cells: &'c [FieldCells],
+) -> Vec<&'c FieldCells> {
     let a = schema.attributes.len();
     cells[a..a + schema.dimensions.len()].iter().collect()
 }

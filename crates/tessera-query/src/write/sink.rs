@@ -258,16 +258,6 @@ impl<'a> FragmentSink<'a> {
         Ok(())
     }
 
-    /// The fragment's name.
-    pub(crate) fn name(&self) -> &FragmentName {
-        &self.name
-    }
-
-    /// Number of tiles written so far.
-    pub(crate) fn tile_num(&self) -> u64 {
-        self.tile_num
-    }
-
     /// Filters `tiles` (every field of every tile on the worker threads), computes their
     /// metadata and MBRs, and appends them to the data files in order.
     ///
@@ -295,11 +285,8 @@ impl<'a> FragmentSink<'a> {
             .map(|&(t, f)| encode_field(&fields[f], &tiles[t].fields[f], &tiles[t]))
             .collect();
         let sparse = !self.schema.is_dense();
-        let mbrs: Vec<Result<Mbr>> = if sparse {
-            tiles.par_iter().map(|t| self.tile_mbr(t)).collect()
-        } else {
-            Vec::new()
-        };
+        let mbrs: Vec<Result<Mbr>> =
+            if sparse { tiles.par_iter().map(|t| self.tile_mbr(t)).collect() } else { Vec::new() };
         let mut encoded = encoded.into_iter();
         for tile in &tiles {
             for f in &mut self.fields {
@@ -452,7 +439,8 @@ impl Drop for FragmentSink<'_> {
 impl SinkField<'_> {
     fn append(&mut self, e: EncodedField) -> Result<()> {
         let write = |w: &mut Option<Box<dyn ObjectWriter + '_>>, bytes: &[u8]| -> Result<()> {
-            let w = w.as_mut().ok_or_else(|| Error::InvalidWrite("the fragment is closed".into()))?;
+            let w =
+                w.as_mut().ok_or_else(|| Error::InvalidWrite("the fragment is closed".into()))?;
             w.write_all(bytes)?;
             Ok(())
         };
@@ -492,32 +480,32 @@ fn encode_field(f: &SinkField<'_>, ft: &FieldTile, tile: &Tile) -> Result<Encode
         (None, Some(_)) => return Err(bad("validity for a field that is not nullable".into())),
         _ => {}
     }
-    let (data, var, var_size, stats_fixed): (Vec<u8>, Option<Vec<u8>>, u64, &[u8]) =
-        match &f.codec {
-            Codec::Fixed(codec) => {
-                if ft.data.len() as u64 != n * f.info.cell_size {
-                    return Err(bad(format!(
-                        "{} bytes for {n} cells of {} bytes",
-                        ft.data.len(),
-                        f.info.cell_size
-                    )));
-                }
-                (codec.encode(&ft.data).map_err(enc_err(&f.data_file))?, None, 0, &ft.data)
+    let (data, var, var_size, stats_fixed): (Vec<u8>, Option<Vec<u8>>, u64, &[u8]) = match &f.codec
+    {
+        Codec::Fixed(codec) => {
+            if ft.data.len() as u64 != n * f.info.cell_size {
+                return Err(bad(format!(
+                    "{} bytes for {n} cells of {} bytes",
+                    ft.data.len(),
+                    f.info.cell_size
+                )));
             }
-            Codec::Var(codec) => {
-                let offsets = ft.offsets.as_deref().ok_or_else(|| bad("no offsets".into()))?;
-                if offsets.len() as u64 != n {
-                    return Err(bad(format!("{} offsets for {n} cells", offsets.len())));
-                }
-                let file = f.var_file.as_deref().unwrap_or(&f.data_file);
-                let e = codec.encode(offsets, &ft.data).map_err(enc_err(file))?;
-                (e.offsets, Some(e.data), ft.data.len() as u64, bytemuck::cast_slice(offsets))
+            (codec.encode(&ft.data).map_err(enc_err(&f.data_file))?, None, 0, &ft.data)
+        }
+        Codec::Var(codec) => {
+            let offsets = ft.offsets.as_deref().ok_or_else(|| bad("no offsets".into()))?;
+            if offsets.len() as u64 != n {
+                return Err(bad(format!("{} offsets for {n} cells", offsets.len())));
             }
-        };
+            let file = f.var_file.as_deref().unwrap_or(&f.data_file);
+            let e = codec.encode(offsets, &ft.data).map_err(enc_err(file))?;
+            (e.offsets, Some(e.data), ft.data.len() as u64, bytemuck::cast_slice(offsets))
+        }
+    };
     let validity = match (&f.validity_codec, &ft.validity) {
-        (Some(codec), Some(v)) => Some(
-            codec.encode(v).map_err(enc_err(f.validity_file.as_deref().unwrap_or_default()))?,
-        ),
+        (Some(codec), Some(v)) => {
+            Some(codec.encode(v).map_err(enc_err(f.validity_file.as_deref().unwrap_or_default()))?)
+        }
         _ => None,
     };
     let td = TileData {
