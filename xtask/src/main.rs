@@ -18,7 +18,9 @@
 //!   and time points, with libtiledb's results) is run through a tiledb-py stand-in of the
 //!   CLI (which validates the expectations and the checker, and checks that altered
 //!   expectations fail), then through `tessera read` / `tessera aggregate` when the CLI has
-//!   them, by `xtask/fixtures/check_queries.py`.
+//!   them, by `xtask/fixtures/check_queries.py`; then the writes-cli conformance:
+//!   `tessera write`, `delete` and `meta put` / `delete` on new arrays, read back by libtiledb
+//!   (`xtask/fixtures/check_cli_writes.py`).
 //! * `test`: `cargo test --workspace`, then `conformance`. This is the project's test command.
 //! * `bench [--quick] [--only NAME ...] [--runs N] [--list] [--regenerate]`: the same
 //!   workloads in Tessera (`tessera-bench`, the `bench/` crate, built in release mode) and in
@@ -63,6 +65,8 @@ const FRAGMENTS_FIXTURES: &str = "testdata/fragments";
 const FRAGMENTS_OUT: &str = "target/conformance/fragments";
 /// The `queries` fixture family: recorded read and aggregate queries with libtiledb's results.
 const QUERIES_FIXTURES: &str = "testdata/queries";
+/// Where the writes-cli conformance step makes its arrays (and their input files).
+const WRITES_CLI_OUT: &str = "target/conformance/writes-cli";
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Tessera project automation")]
@@ -87,9 +91,11 @@ enum Cmd {
     /// check `tessera create` against libtiledb on testdata/create/*.json,
     /// `tessera fragments --json` against the fragments family, and `tessera read` /
     /// `tessera aggregate` against the recorded queries of testdata/queries, and Tessera's
-    /// writes (a rewrite of every fixture) against libtiledb.
+    /// writes (a rewrite of every fixture, and what `tessera write`, `delete` and `meta put`
+    /// store) against libtiledb.
     Conformance {
-        /// Run only this step (repeatable): fixtures, create, fragments, queries, writes.
+        /// Run only this step (repeatable): fixtures, create, fragments, queries, writes,
+        /// writes-cli.
         #[arg(long = "only", value_name = "STEP")]
         only: Vec<String>,
     },
@@ -320,12 +326,13 @@ fn fixtures(root: &Path, families: &[String]) -> Result<()> {
 fn conformance(root: &Path, only: &[String]) -> Result<()> {
     let python = ensure_venv(root)?;
     type Step = fn(&Path, &Path) -> Result<()>;
-    let steps: [(&str, Step); 5] = [
+    let steps: [(&str, Step); 6] = [
         ("fixtures", check_fixtures),
         ("create", create_conformance),
         ("fragments", fragments_conformance),
         ("queries", queries_conformance),
         ("writes", writes_conformance),
+        ("writes-cli", writes_cli_conformance),
     ];
     for o in only {
         if !steps.iter().any(|(n, _)| n == o) {
@@ -580,6 +587,43 @@ fn writes_conformance(python: &Path, root: &Path) -> Result<()> {
         (Err(e), Ok(())) => Err(e),
         (Err(e), Err(c)) => bail!("{e:#}; and {c:#}"),
     }
+}
+
+/// The writes-cli conformance step: `xtask/fixtures/check_cli_writes.py` makes arrays with
+/// `tessera create`, writes cells with `tessera write` (sparse and dense, every datatype,
+/// enumeration labels and codes), deletes with `tessera delete` and changes metadata with
+/// `tessera meta put` / `delete`, all at explicit timestamps, under
+/// `target/conformance/writes-cli`; then libtiledb reads the cells (at every time point) and
+/// the metadata, which must equal what was given to the commands. Skipped loudly when the CLI
+/// package does not exist or lacks one of those subcommands.
+fn writes_cli_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!(
+        "xtask: writes-cli conformance (tessera write / delete / meta put, read by libtiledb)"
+    );
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         `tessera write`, `delete` and `meta put` were NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    for sub in ["write", "delete", "meta"] {
+        if !has_subcommand(root, &tessera, sub) {
+            loud_skip(&[
+                &format!("SKIPPED: tessera {sub} not available (`tessera {sub} --help` failed):"),
+                "         `tessera write`, `delete` and `meta put` were NOT checked against libtiledb",
+            ]);
+            return Ok(());
+        }
+    }
+    let out = root.join(WRITES_CLI_OUT);
+    if out.exists() {
+        fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    let mut cmd = python_script(python, root, "check_cli_writes.py");
+    cmd.arg("--tessera").arg(&tessera).args(["--out", WRITES_CLI_OUT, "--inputs", CREATE_INPUTS]);
+    run(&mut cmd, "writes-cli conformance check (xtask/fixtures/check_cli_writes.py)")
 }
 
 /// Whether the CLI binary has a subcommand: `tessera <name> --help` exits 0.

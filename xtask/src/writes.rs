@@ -245,7 +245,7 @@ fn rewrite_array(src: &Path, dst: &Path) -> Result<Outcome> {
                 .map(|(i, _)| format!("a{i}.tdb"))
                 .collect(),
         };
-        match compare_fragment(src, dst, &name.as_str().to_owned(), fschema, &rules) {
+        match compare_fragment(src, dst, name.as_str(), fschema, &rules) {
             Ok(true) => o.identical += 1,
             Ok(false) => o.notes.push(format!(
                 "{}: not compared byte for byte ({})",

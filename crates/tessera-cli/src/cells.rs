@@ -120,7 +120,8 @@ pub(crate) fn cell_bytes(
         if got != want {
             out.truncate(start);
             let what = if is_text(dt) || is_bytes(dt) { "bytes" } else { "values" };
-            let (w, g) = if what == "bytes" { (want, got) } else { (want / dt.size(), got / dt.size()) };
+            let (w, g) =
+                if what == "bytes" { (want, got) } else { (want / dt.size(), got / dt.size()) };
             return Err(format!("a cell of this field holds {w} {what}, got {g}"));
         }
     }
@@ -181,7 +182,10 @@ mod tests {
         assert_eq!(e(Datatype::Float64, 1, "\"nan\""), "\"nan\" is not a valid float64 value");
         assert_eq!(e(Datatype::Int64, 1, "1.5"), "1.5 is not a valid int64 value");
         assert_eq!(bytes(Datatype::Float64, 1, "\"NaN\"").unwrap(), f64::NAN.to_le_bytes());
-        assert_eq!(bytes(Datatype::Blob, CELL_VAL_NUM_VAR, r#"{"hex": "00ff"}"#).unwrap(), [0, 255]);
+        assert_eq!(
+            bytes(Datatype::Blob, CELL_VAL_NUM_VAR, r#"{"hex": "00ff"}"#).unwrap(),
+            [0, 255]
+        );
     }
 
     #[test]

@@ -142,7 +142,10 @@ mod tests {
         assert_eq!(v(Datatype::Bool, "true,false").unwrap(), serde_json::json!([true, false]));
         assert_eq!(v(Datatype::StringUtf8, "a,b [c]").unwrap(), serde_json::json!("a,b [c]"));
         assert_eq!(v(Datatype::Blob, "00ff").unwrap(), serde_json::json!({"hex": "00ff"}));
-        assert_eq!(v(Datatype::Blob, r#"{"hex": "0a"}"#).unwrap(), serde_json::json!({"hex": "0a"}));
+        assert_eq!(
+            v(Datatype::Blob, r#"{"hex": "0a"}"#).unwrap(),
+            serde_json::json!({"hex": "0a"})
+        );
         assert!(v(Datatype::UInt8, "300").is_err());
         assert!(v(Datatype::Int32, "1,,2").is_err());
         assert!(v(Datatype::Int32, "x").is_err());

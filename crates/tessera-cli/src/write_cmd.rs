@@ -33,7 +33,8 @@ use crate::read_cmd::{bound_bytes, split_bounds};
 #[derive(Debug, Args)]
 pub(crate) struct WriteArgs {
     /// The cells: JSONL as `tessera read --format jsonl` prints it, one object per cell
-    /// (`-` for standard input).
+    /// (`-` for standard input). Every attribute is required (`null` where nullable);
+    /// sparse cells carry every dimension, in any order; enumerations are given as labels.
     #[arg(long, value_name = "FILE.jsonl|-")]
     pub(crate) input: PathBuf,
     /// Dense arrays: the region written, `D=LO:HI` per dimension (comma-separated, or the
@@ -181,7 +182,10 @@ fn parse_subarray(schema: &ArraySchema, args: &[String]) -> Result<Subarray> {
         };
         let bound = |b: &[u8]| {
             as_int(d.datatype, b).with_context(|| {
-                format!("--subarray: dimension {:?} ({}) is not an integer dimension", d.name, d.datatype)
+                format!(
+                    "--subarray: dimension {:?} ({}) is not an integer dimension",
+                    d.name, d.datatype
+                )
             })
         };
         let (lo, hi) = (bound(&lo_bytes)?, bound(&hi_bytes)?);
@@ -200,14 +204,25 @@ fn parse_subarray(schema: &ArraySchema, args: &[String]) -> Result<Subarray> {
     Ok(Subarray { ranges })
 }
 
+/// The labels of an enumeration attribute whose cells are given by label.
+struct Labels {
+    /// The enumeration's name.
+    enumeration: String,
+    /// The type of its values.
+    datatype: Datatype,
+    /// Values per label, or var.
+    cell_val_num: u32,
+    /// The code of each label's bytes.
+    codes: HashMap<Vec<u8>, usize>,
+}
+
 /// How one field's JSON values become bytes.
 struct FieldParser {
     column: Column,
     nullable: bool,
     is_dimension: bool,
-    /// An enumeration attribute given by label: the enumeration's value type and the code of
-    /// each label's bytes.
-    labels: Option<(String, Datatype, u32, HashMap<Vec<u8>, usize>)>,
+    /// Set for an enumeration attribute given by label.
+    labels: Option<Labels>,
 }
 
 impl FieldParser {
@@ -234,13 +249,14 @@ impl FieldParser {
             return Ok(());
         }
         match &self.labels {
-            Some((name, dt, cvn, codes)) => {
+            Some(l) => {
                 let mut label = Vec::new();
-                cell_bytes(*dt, *cvn, json, &mut label)?;
-                let code = codes.get(&label).ok_or_else(|| {
+                cell_bytes(l.datatype, l.cell_val_num, json, &mut label)?;
+                let code = l.codes.get(&label).ok_or_else(|| {
                     format!(
-                        "{json} is not a label of enumeration {name:?} (use --enum-codes to \
-                         give codes)"
+                        "{json} is not a label of enumeration {:?} (use --enum-codes to give \
+                         codes)",
+                        l.enumeration
                     )
                 })?;
                 Value::UInt(*code as u64)
@@ -253,11 +269,6 @@ impl FieldParser {
             v.push(1);
         }
         Ok(())
-    }
-
-    /// The bytes of the last cell pushed.
-    fn last_cell(&self) -> Option<&[u8]> {
-        self.column.cell(self.column.len().checked_sub(1)?)
     }
 }
 
@@ -285,13 +296,17 @@ fn parse_cells(
     for a in &schema.attributes {
         let labels = match (&a.enumeration, enum_codes) {
             (Some(name), false) => {
-                let e = array
-                    .enumerations()
-                    .iter()
-                    .find(|e| &e.name == name)
-                    .with_context(|| format!("enumeration {name:?} of {:?} not found", a.name))?;
+                let e =
+                    array.enumerations().iter().find(|e| &e.name == name).with_context(|| {
+                        format!("enumeration {name:?} of {:?} not found", a.name)
+                    })?;
                 let codes = (0..e.len()).filter_map(|i| Some((e.value(i)?.to_vec(), i))).collect();
-                Some((name.clone(), e.datatype, e.cell_val_num, codes))
+                Some(Labels {
+                    enumeration: name.clone(),
+                    datatype: e.datatype,
+                    cell_val_num: e.cell_val_num,
+                    codes,
+                })
             }
             _ => None,
         };
@@ -304,8 +319,10 @@ fn parse_cells(
     }
     let dense = subarray.is_some();
     // The coordinates of the next cell of a dense write, in row-major order.
-    let mut coords: Vec<i128> = subarray.map_or_else(Vec::new, |s| s.ranges.iter().map(|r| r.lo).collect());
+    let mut coords: Vec<i128> =
+        subarray.map_or_else(Vec::new, |s| s.ranges.iter().map(|r| r.lo).collect());
     let mut cells: u128 = 0;
+    let mut scratch = Vec::new();
     let capacity = subarray.map_or(u128::MAX, Subarray::cell_num);
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
@@ -327,23 +344,30 @@ fn parse_cells(
         }
         for (k, p) in dims.iter_mut().enumerate() {
             let name = p.column.name.clone();
+            let field_err = |m: String| anyhow::anyhow!("line {n}, field {name:?}: {m}");
             let Some(value) = object.get(&name) else {
                 if dense {
                     continue;
                 }
                 bail!("line {n}: missing dimension {name:?} (a sparse cell gives every dimension)");
             };
-            p.push(value).map_err(|m| anyhow::anyhow!("line {n}, field {name:?}: {m}"))?;
-            if let Some(s) = subarray {
-                let r = &s.ranges[k];
-                let got = p.last_cell().and_then(|b| as_int(r.datatype, b));
-                if got != Some(coords[k]) {
-                    bail!(
-                        "line {n}, field {name:?}: {value} is not this cell's coordinate {} \
-                         (dense cells come in row-major order of the subarray)",
-                        coords[k]
-                    );
-                }
+            let Some(s) = subarray else {
+                p.push(value).map_err(field_err)?;
+                continue;
+            };
+            // A dense cell's coordinates are implied; a key given must match them.
+            if value.is_null() {
+                return Err(field_err("a coordinate cannot be null".into()));
+            }
+            scratch.clear();
+            cell_bytes(p.column.datatype, p.column.cell_val_num, value, &mut scratch)
+                .map_err(field_err)?;
+            if as_int(s.ranges[k].datatype, &scratch) != Some(coords[k]) {
+                return Err(field_err(format!(
+                    "{value} is not this cell's coordinate {} (dense cells come in row-major \
+                     order of the subarray)",
+                    coords[k]
+                )));
             }
         }
         for p in &mut attrs {

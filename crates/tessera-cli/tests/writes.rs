@@ -76,7 +76,10 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn jsonl(text: &str) -> Vec<Value> {
-    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// The cells of `array` as `tessera read ... --format jsonl` prints them.
@@ -232,10 +235,16 @@ fn write_errors_name_the_line_and_field_and_write_nothing() {
             r#"{"rows": 1, "key": "a", "a": 1.0, "s": null, "color": "purple"}"#,
             r#"line 1, field "color": "purple" is not a label of enumeration "colors""#,
         ),
-        ("{\"rows\": 1,", "line 2: invalid JSON: EOF while parsing an object at column 11"),
+        ("{\"rows\": 1,", "line 2: invalid JSON: EOF while parsing a value at column 11"),
         ("[1, 2]", "line 2: expected a JSON object, got a list"),
-        (r#"{"rows": 1, "key": "a", "a": 1.0, "color": "red"}"#, r#"line 2: missing attribute "s""#),
-        (r#"{"key": "a", "a": 1.0, "s": "", "color": "red"}"#, r#"line 2: missing dimension "rows""#),
+        (
+            r#"{"rows": 1, "key": "a", "a": 1.0, "color": "red"}"#,
+            r#"line 2: missing attribute "s""#,
+        ),
+        (
+            r#"{"key": "a", "a": 1.0, "s": "", "color": "red"}"#,
+            r#"line 2: missing dimension "rows""#,
+        ),
         (
             r#"{"rows": 1, "key": "a", "a": 1.0, "s": "", "color": "red", "zz": 1}"#,
             r#"line 2: no dimension or attribute named "zz""#,
@@ -258,7 +267,11 @@ fn write_errors_name_the_line_and_field_and_write_nothing() {
         ),
     ] {
         // The bad line is line 2 after a good line (or line 1 where it says so).
-        let text = if expected.starts_with("line 1") { input.to_owned() } else { format!("{good}\n{input}\n") };
+        let text = if expected.starts_with("line 1") {
+            input.to_owned()
+        } else {
+            format!("{good}\n{input}\n")
+        };
         let err = fails(&["write", &a, "--input", "-"], &text);
         assert!(err.contains(expected), "{input}\n  expected: {expected}\n  got: {err}");
     }
@@ -289,7 +302,10 @@ fn write_errors_name_the_line_and_field_and_write_nothing() {
     let mut bad = cell(11);
     bad["pair"] = json!([1, 2, 3]);
     let err = w("d=10:11", &lines(&[cell(10), bad]));
-    assert!(err.contains(r#"line 2, field "pair": a cell of this field holds 2 values, got 3"#), "{err}");
+    assert!(
+        err.contains(r#"line 2, field "pair": a cell of this field holds 2 values, got 3"#),
+        "{err}"
+    );
     let mut bad = cell(11);
     bad["code"] = json!("ab");
     let err = w("d=10:11", &lines(&[cell(10), bad]));
@@ -342,8 +358,10 @@ fn write_dense_cells_of_every_kind() {
     );
     let text: String = cells.iter().map(|c| format!("{c}\n")).collect();
     // With the dimension keys (checked) and without them.
-    let (ok, _, err) =
-        tessera_in(&["write", &d, "--input", "-", "--subarray", "d=10:12", "--timestamp", "5"], &text);
+    let (ok, _, err) = tessera_in(
+        &["write", &d, "--input", "-", "--subarray", "d=10:12", "--timestamp", "5"],
+        &text,
+    );
     assert!(ok, "{err}");
     assert_eq!(read(&d, &["--range", "d=10:12"]), cells);
     let bare: String = cells
@@ -354,8 +372,10 @@ fn write_dense_cells_of_every_kind() {
             format!("{c}\n")
         })
         .collect();
-    let (ok, _, err) =
-        tessera_in(&["write", &d, "--input", "-", "--subarray", "d=20:22", "--timestamp", "6"], &bare);
+    let (ok, _, err) = tessera_in(
+        &["write", &d, "--input", "-", "--subarray", "d=20:22", "--timestamp", "6"],
+        &bare,
+    );
     assert!(ok, "{err}");
     let moved: Vec<Value> = cells
         .iter()
@@ -388,7 +408,8 @@ fn write_enumerations_as_labels_or_codes() {
 {"id": 7, "species": "", "size": "large", "rank": 1, "weight": 0.5, "flag": false, "note": ""}"#;
     let (ok, _, err) = tessera_in(&["write", &a, "--input", "-", "--timestamp", "10"], labels);
     assert!(ok, "{err}");
-    let codes = r#"{"id": 2, "species": 2, "size": 1, "rank": 0, "weight": 2, "flag": 0, "note": "y"}"#;
+    let codes =
+        r#"{"id": 2, "species": 2, "size": 1, "rank": 0, "weight": 2, "flag": 0, "note": "y"}"#;
     let (ok, _, err) =
         tessera_in(&["write", &a, "--input", "-", "--enum-codes", "--timestamp", "20"], codes);
     assert!(ok, "{err}");
@@ -407,5 +428,8 @@ fn write_enumerations_as_labels_or_codes() {
         &["write", &a, "--input", "-"],
         r#"{"id": 3, "species": "", "size": null, "rank": 4, "weight": 0.5, "flag": true, "note": ""}"#,
     );
-    assert!(err.contains(r#"line 1, field "rank": 4 is not a label of enumeration "ranks""#), "{err}");
+    assert!(
+        err.contains(r#"line 1, field "rank": 4 is not a label of enumeration "ranks""#),
+        "{err}"
+    );
 }

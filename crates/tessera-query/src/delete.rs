@@ -20,7 +20,7 @@
 //! use std::sync::Arc;
 //! use tessera_query::Array;
 //! use tessera_schema::{ArraySchema, Attribute, Dimension};
-//! use tessera_storage::MemoryStorage;
+//! use tessera_storage::{MemoryStorage, Storage};
 //! use tessera_types::{ArrayType, Datatype};
 //!
 //! let storage = Arc::new(MemoryStorage::new());

@@ -81,7 +81,7 @@ fn schema_of(s: &Spec) -> ArraySchema {
 fn value(a: &AttrSpec, seed: u64, k: u64) -> Value {
     let h =
         seed.wrapping_mul(6364136223846793005).wrapping_add(k.wrapping_mul(1442695040888963407));
-    if a.nullable && h % 5 == 0 {
+    if a.nullable && h.is_multiple_of(5) {
         return None;
     }
     Some(if a.var {

@@ -26,7 +26,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use tessera_filters::{Filter, FilterPipeline};
-pub use tessera_query::{Array, Column, Error, Fragment, FragmentWrite, ReadResult, Result, WriteQuery};
+pub use tessera_query::aggregate::{Aggregate, AggregateValue};
+pub use tessera_query::{
+    Array, Column, Error, Fragment, FragmentWrite, ReadResult, Result, WriteQuery,
+};
 pub use tessera_schema::{
     ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef,
 };

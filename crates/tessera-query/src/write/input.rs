@@ -256,7 +256,7 @@ pub(crate) fn check_columns(
                         c.data.len()
                     )));
                 }
-                if (o - prev) % elem as u64 != 0 && i > 0 {
+                if !(o - prev).is_multiple_of(elem as u64) && i > 0 {
                     return Err(bad(format!("cell {} is not a whole number of values", i - 1)));
                 }
                 prev = o;
@@ -270,7 +270,7 @@ pub(crate) fn check_columns(
                 return Err(bad("offsets for a fixed-size field".into()));
             }
             let cs = elem * cell_val_num as usize;
-            if c.data.len() % cs != 0 {
+            if !c.data.len().is_multiple_of(cs) {
                 return Err(bad(format!(
                     "{} bytes is not a whole number of {cs}-byte cells",
                     c.data.len()

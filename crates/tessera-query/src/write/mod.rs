@@ -458,8 +458,7 @@ impl<'a> FragmentWrite<'a> {
         let cell_order = tiling_cell_order(self.array.schema());
         let mut tiles = Vec::new();
         let mut flushed = k;
-        loop {
-            let Some(buf) = &mut self.buffer else { break };
+        while let Some(buf) = &mut self.buffer {
             if k >= tiling.tile_num() {
                 break;
             }
