@@ -22,7 +22,8 @@
 //! Aggregates walk the same runs without building columns: tile by tile in global order
 //! (one range per dimension), each whole space tile that the newest fragment holding it
 //! covers entirely being answered from that fragment's tile metadata when it is exact; in
-//! row- or col-major order for multi-range subarrays.
+//! row- or col-major order for multi-range subarrays. Aggregates of dimensions scan the
+//! coordinates of the runs' positions (dense fragments store none).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -614,7 +615,7 @@ impl<'a> DenseReader<'a> {
                 .map(|&k| {
                     let (f, t) = slots.list[k];
                     let n = self.frags[f].cells.get(t) as usize;
-                    let coords = self.tile_coords(cond, &slots.tiles[k], n);
+                    let coords = self.tile_coords(|d| cond.uses(d), &slots.tiles[k], n);
                     let col = |name: &str| -> Option<ColumnView<'_>> {
                         if let Some((_, col)) = coords.iter().find(|(d, _)| d == name) {
                             return Some(ColumnView::from(col));
@@ -653,12 +654,17 @@ impl<'a> DenseReader<'a> {
     }
 
     /// The coordinates of the `n` cells of space tile `tile` (in cell order), as columns of
-    /// the dimensions `cond` reads.
-    fn tile_coords(&self, cond: &QueryCondition, tile: &[i128], n: usize) -> Vec<(String, Column)> {
+    /// the dimensions `wanted` names.
+    fn tile_coords(
+        &self,
+        wanted: impl Fn(&str) -> bool,
+        tile: &[i128],
+        n: usize,
+    ) -> Vec<(String, Column)> {
         let schema = self.array.schema();
         let mut out = Vec::new();
         for (d, dim) in schema.dimensions.iter().enumerate() {
-            if !cond.uses(&dim.name) {
+            if !wanted(&dim.name) {
                 continue;
             }
             let dd = &self.dims[d];
@@ -768,21 +774,26 @@ impl<'a> DenseReader<'a> {
     ) -> Result<Vec<Partial>> {
         let (pieces, runs, slots) = self.prepare(p0, p1)?;
         let masks = self.slot_masks(&slots)?;
-        // Coordinates of the positions, for a condition on dimensions over fill values.
-        let mut coords: Vec<(String, Column)> = Vec::new();
-        if let Some(cond) = &self.condition
-            && runs.iter().any(|r| r.slot == FILL)
-        {
-            let schema = self.array.schema();
-            for (d, dim) in schema.dimensions.iter().enumerate() {
-                if cond.uses(&dim.name) {
-                    let field = OutField::dim(schema, d);
-                    let mut col = field.empty_column();
-                    self.coord_column(&mut col, &field, d, &pieces, p0, p1);
-                    coords.push((dim.name.clone(), col));
-                }
-            }
-        }
+        // Coordinates of the positions: of the dimensions aggregated, and of those a
+        // condition reads when it is evaluated over fill values.
+        let cond_dims = self.condition.as_ref().filter(|_| runs.iter().any(|r| r.slot == FILL));
+        let wanted = |d: usize, name: &str| {
+            plan.fields.iter().any(|f| f.source == Source::Dim(d))
+                || cond_dims.is_some_and(|c| c.uses(name))
+        };
+        let schema = self.array.schema();
+        let coords: Vec<(String, Column)> = schema
+            .dimensions
+            .par_iter()
+            .enumerate()
+            .filter(|(d, dim)| wanted(*d, &dim.name))
+            .map(|(d, dim)| {
+                let field = OutField::dim(schema, d);
+                let mut col = field.empty_column();
+                self.coord_column(&mut col, &field, d, &pieces, p0, p1);
+                (dim.name.clone(), col)
+            })
+            .collect();
         // The runs of each group.
         let mut bounds = Vec::with_capacity(groups.len());
         let mut ri = 0;
@@ -807,7 +818,8 @@ impl<'a> DenseReader<'a> {
             .collect()
     }
 
-    /// Adds the cells of run `r` to `part`.
+    /// Adds the cells of run `r` to `part` (`coords`: the batch's coordinates of the
+    /// dimensions aggregated or read by the condition, by position).
     fn aggregate_run(
         &self,
         plan: &Plan,
@@ -818,27 +830,41 @@ impl<'a> DenseReader<'a> {
         part: &mut Partial,
     ) -> Result<()> {
         let (s, e) = (r.src as usize, (r.src + r.len) as usize);
-        if r.slot == FILL {
-            let k = match &self.condition {
-                None => r.len,
-                Some(c) => self.fill_passing(c, r, coords)?,
-            };
-            part.add_cells(k);
-            for f in 0..plan.fields.len() {
-                part.scan_fill(plan, f, k);
+        let (d0, d1) = (r.dst as usize, (r.dst + r.len) as usize);
+        // Which fill-value cells satisfy the condition.
+        let fill_mask = match &self.condition {
+            Some(c) if r.slot == FILL => Some(self.fill_passing(c, r, coords)?),
+            _ => None,
+        };
+        // The cells of the run by position in the batch (for coordinates), and by cell in
+        // its tile (`None` for fill values).
+        let (by_pos, by_cell, n) = if r.slot == FILL {
+            match &fill_mask {
+                Some(m) => (Cells::Masked(d0, m), None, m.iter().filter(|&&k| k).count() as u64),
+                None => (Cells::Range(d0, d1), None, r.len),
             }
-            return Ok(());
-        }
-        let (fi, t) = slots.list[r.slot as usize];
-        let (cells, n) = match masks.get(r.slot as usize) {
-            Some(m) => {
-                let m = &m[s..e];
-                (Cells::Masked(s, m), m.iter().filter(|&&k| k).count() as u64)
+        } else {
+            match masks.get(r.slot as usize) {
+                Some(m) => {
+                    let m = &m[s..e];
+                    let n = m.iter().filter(|&&k| k).count() as u64;
+                    (Cells::Masked(d0, m), Some(Cells::Masked(s, m)), n)
+                }
+                None => (Cells::Range(d0, d1), Some(Cells::Range(s, e)), r.len),
             }
-            None => (Cells::Range(s, e), r.len),
         };
         part.add_cells(n);
         for (f, field) in self.fields.iter().enumerate().take(plan.fields.len()) {
+            if let Source::Dim(_) = field.source {
+                let col = coords.iter().find(|(name, _)| *name == field.name).map(|(_, c)| c);
+                part.scan(plan, f, col.map(ColumnView::from).as_ref(), by_pos);
+                continue;
+            }
+            let Some(cells) = by_cell else {
+                part.scan_fill(plan, f, n);
+                continue;
+            };
+            let (fi, t) = slots.list[r.slot as usize];
             let view = self.cache.get(&(fi, t, f)).map(|tile| ColumnView {
                 datatype: field.datatype,
                 cell_val_num: field.cell_val_num,
@@ -851,14 +877,14 @@ impl<'a> DenseReader<'a> {
         Ok(())
     }
 
-    /// How many of the fill-value cells of run `r` satisfy `cond` (`coords`: the batch's
+    /// Which of the fill-value cells of run `r` satisfy `cond` (`coords`: the batch's
     /// coordinates of the dimensions it reads).
     fn fill_passing(
         &self,
         cond: &QueryCondition,
         r: &Run,
         coords: &[(String, Column)],
-    ) -> Result<u64> {
+    ) -> Result<Vec<bool>> {
         let n = r.len as usize;
         let fills: Vec<(&str, Column)> = self
             .fields
@@ -887,7 +913,7 @@ impl<'a> DenseReader<'a> {
         };
         let mut keep = vec![true; n];
         cond.evaluate_views(&col, &mut keep)?;
-        Ok(keep.iter().filter(|&&k| k).count() as u64)
+        Ok(keep)
     }
 
     /// The aggregate of the global-order block of space tile `tile` (`size` cells) from
@@ -912,9 +938,12 @@ impl<'a> DenseReader<'a> {
             // No fragment: every cell holds the fill value.
             let mut p = Partial::new(plan);
             p.add_cells(size);
-            for f in 0..plan.fields.len() {
-                p.scan_fill(plan, f, size);
+            for (f, field) in plan.fields.iter().enumerate() {
+                if !field.is_dim() {
+                    p.scan_fill(plan, f, size);
+                }
             }
+            self.scan_tile_coords(plan, tile, size, &mut p);
             return Ok(Some(p));
         };
         let frag = &self.frags[fi];
@@ -930,10 +959,12 @@ impl<'a> DenseReader<'a> {
         if tile_idx >= frag.tile_num || frag.cells.get(tile_idx) != size {
             return Ok(None);
         }
+        // Attribute metadata (`None`: not stored, the cells hold fill values; dimensions
+        // come from the coordinates).
         let mut metas: Vec<Option<Arc<FieldMeta>>> = Vec::with_capacity(plan.fields.len());
         for (f, field) in plan.fields.iter().enumerate() {
-            if self.frags[fi].readers.get(f).is_none_or(Option::is_none) {
-                metas.push(None); // not stored: fill values
+            if field.is_dim() || self.frags[fi].readers.get(f).is_none_or(Option::is_none) {
+                metas.push(None);
                 continue;
             }
             let meta = match self.metas.get(&(fi, f)) {
@@ -965,12 +996,30 @@ impl<'a> DenseReader<'a> {
         }
         let mut p = Partial::new(plan);
         p.add_tile_stats(plan, size, &stats);
-        for (f, m) in metas.iter().enumerate() {
-            if m.is_none() {
+        for (f, (m, field)) in metas.iter().zip(&plan.fields).enumerate() {
+            if m.is_none() && !field.is_dim() {
                 p.scan_fill(plan, f, size);
             }
         }
+        self.scan_tile_coords(plan, tile, size, &mut p);
         Ok(Some(p))
+    }
+
+    /// Adds the coordinates of the `size` cells of space tile `tile` (all of it, in cell
+    /// order) to the aggregates of `plan`'s dimensions.
+    fn scan_tile_coords(&self, plan: &Plan, tile: &[i128], size: u64, part: &mut Partial) {
+        if !plan.fields.iter().any(|f| f.is_dim()) {
+            return;
+        }
+        let wanted = |name: &str| plan.fields.iter().any(|f| f.is_dim() && f.name == name);
+        let coords = self.tile_coords(wanted, tile, size as usize);
+        for (f, field) in plan.fields.iter().enumerate() {
+            if field.is_dim() {
+                let col = coords.iter().find(|(name, _)| *name == field.name).map(|(_, c)| c);
+                let view = col.map(ColumnView::from);
+                part.scan(plan, f, view.as_ref(), Cells::Range(0, size as usize));
+            }
+        }
     }
 
     /// Reserves room in `out` for every remaining cell of the fixed-size columns (reads

@@ -47,11 +47,14 @@
 
 mod column;
 mod dense;
+mod meter;
 pub(crate) mod order;
 mod sparse;
 pub(crate) mod stats;
 pub(crate) mod subarray;
 mod tiles;
+
+use std::sync::Arc;
 
 use tessera_types::{Layout, Primitive};
 
@@ -63,6 +66,7 @@ use crate::{Error, Result};
 pub(crate) use column::Source;
 use column::{OutField, empty_result};
 use dense::DenseReader;
+use meter::TileMeter;
 use sparse::{SparseFilter, SparseReader};
 pub(crate) use subarray::RangeSpec;
 use subarray::Subarray;
@@ -194,7 +198,10 @@ impl<'a> ReadQuery<'a> {
     }
 
     /// Reads in batches holding about `bytes` bytes of results each (values, 8 bytes per
-    /// var-sized offset, 1 per validity byte); at least one cell per batch.
+    /// var-sized offset, 1 per validity byte); at least one cell per batch. Sparse reads also
+    /// keep the decoded tiles they hold near `bytes` (row- and col-major ones read the cells
+    /// in partitions of the order, each tile once per partition it meets), though never
+    /// below a few tiles.
     pub fn memory_budget(mut self, bytes: u64) -> Self {
         self.budget = Some(bytes);
         self
@@ -340,7 +347,7 @@ impl<'a> ReadQuery<'a> {
             Some(l) => l,
         };
         let Some(subarray) = Subarray::build(schema, array.fragments(), &self.ranges)? else {
-            return Ok(Batches { fields, inner: Inner::Empty });
+            return Ok(Batches { fields, inner: Inner::Empty, meter: None });
         };
         let out = fields.clone();
         let inner = if dense {
@@ -369,7 +376,11 @@ impl<'a> ReadQuery<'a> {
                 filter,
             )?))
         };
-        Ok(Batches { fields: out, inner })
+        let meter = match &inner {
+            Inner::Sparse(r) => Some(r.meter()),
+            _ => None,
+        };
+        Ok(Batches { fields: out, inner, meter })
     }
 
     /// Computes `aggs` (of attributes or dimensions) over the cells this read selects (its
@@ -433,6 +444,18 @@ const AGGREGATE_BUDGET: u64 = 256 << 20;
 pub struct Batches<'a> {
     fields: Vec<OutField>,
     inner: Inner<'a>,
+    /// The decoded tile bytes a sparse read holds.
+    meter: Option<Arc<TileMeter>>,
+}
+
+impl Batches<'_> {
+    /// The most bytes of decoded tiles (values, offsets, validity, and the read's per-cell
+    /// bookkeeping) a sparse read has held at once so far, `None` for dense reads: what a
+    /// memory budget bounds besides each batch (for tests and benchmarks).
+    #[doc(hidden)]
+    pub fn peak_tile_bytes(&self) -> Option<u64> {
+        self.meter.as_ref().map(|m| m.peak())
+    }
 }
 
 #[derive(Debug)]

@@ -15,10 +15,11 @@
 //! fragment first. Cells deleted by a consolidation that kept them (`dt.tdb`) are dropped
 //! after deduplication, so a deleted newest version hides older ones.
 //!
-//! Row- and col-major layouts sort the cells by coordinates after loading every qualifying
-//! tile; the unordered layout concatenates fragments when no deduplication is needed
-//! (duplicates allowed, or fragments that cannot share coordinates), and merges in global
-//! order otherwise, as libtiledb does.
+//! Row- and col-major layouts sort the cells by coordinates: without a memory budget after
+//! loading every qualifying tile, with one in partitions of the layout's order (see
+//! [`partition`]), so that what a read holds stays near the budget; the unordered layout
+//! concatenates fragments when no deduplication is needed (duplicates allowed, or fragments
+//! that cannot share coordinates), and merges in global order otherwise, as libtiledb does.
 //!
 //! Query conditions and delete commits (and the delete timestamps of fragments consolidated
 //! with deletes kept) are evaluated over whole loaded tiles, one bitmap per tile; as
@@ -30,6 +31,8 @@
 //! skipping cannot change deduplication (duplicates allowed, or a fragment without per-cell
 //! timestamps overlapping no other).
 
+mod partition;
+
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -37,10 +40,10 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use tessera_fragment::dim_types;
 use tessera_fragment::fields::{DELETE_TIMESTAMPS, TIMESTAMPS};
-use tessera_rtree::{DimType, Mbr, Range, TileOverlap};
+use tessera_rtree::{DimType, Mbr, RTree, Range, TileOverlap};
 use tessera_types::{Datatype, Layout};
 
-use crate::aggregate::{Cells, Partial, Plan};
+use crate::aggregate::{AggField, Cells, Partial, Plan};
 use crate::array::Array;
 use crate::condition::{
     ColumnView, DeleteApplies, DeleteCondition, FragmentDeleteInfo, QueryCondition,
@@ -48,8 +51,9 @@ use crate::condition::{
 };
 use crate::fragment::Fragment;
 use crate::read::column::{OutField, Run, Source, copy_runs, gather};
+use crate::read::meter::{Held, TileMeter};
 use crate::read::order::{GlobalOrder, cmp_bytes, ord_key, tile_index};
-use crate::read::stats::{FieldMeta, Want};
+use crate::read::stats::{ExactStats, FieldMeta, Want};
 use crate::read::subarray::Subarray;
 use crate::read::tiles::{DecodedTile, FieldReader, QField, TileCells, TileJob, load_tiles};
 use crate::result::ReadResult;
@@ -72,7 +76,8 @@ enum Mode {
     Concat,
     /// k-way merge in global order.
     Merge,
-    /// Everything loaded, then sorted by coordinates (row- or col-major).
+    /// Sorted by coordinates (row- or col-major): everything loaded at once, or partition
+    /// after partition under a memory budget.
     Sort,
 }
 
@@ -145,6 +150,36 @@ struct LoadedTile {
     /// The selected cells (inside the subarray and the open time range), ascending.
     sel: Vec<u32>,
     keys: Keys,
+    /// The cell in the fragment's tile of each selected cell, for a tile compacted to some
+    /// of its cells (whose selection then indexes the compacted fields); `None`: `sel`.
+    origin: Option<Vec<u32>>,
+    /// The tile's bytes, counted by the read's meter while it is held.
+    held: Option<Held>,
+}
+
+impl LoadedTile {
+    /// The cell in the fragment's tile of selected cell `k`.
+    fn origin(&self, k: usize) -> u32 {
+        self.origin.as_ref().map_or(self.sel[k], |o| o[k])
+    }
+
+    /// Bytes held: decoded fields, selection, bitmap and keys.
+    fn bytes(&self) -> u64 {
+        let fields: usize = self
+            .fields
+            .iter()
+            .flatten()
+            .map(|d| {
+                d.data.len()
+                    + d.offsets.as_ref().map_or(0, |o| 8 * o.len())
+                    + d.validity.as_ref().map_or(0, |v| v.len())
+            })
+            .sum();
+        let keys = 8 * (self.keys.hilbert.len() + self.keys.tiles.len() + self.keys.coords.len());
+        let origin = self.origin.as_ref().map_or(0, |o| 4 * o.len());
+        (fields + 4 * self.sel.len() + origin + self.keep.as_ref().map_or(0, Vec::len) + keys)
+            as u64
+    }
 }
 
 /// One result cell: a loaded tile and a position in its selection.
@@ -306,10 +341,15 @@ pub(crate) struct SparseReader<'a> {
     queue: VecDeque<CellRef>,
     /// Concatenation: the fragment being read.
     concat_frag: usize,
-    /// Sorting: every result, and the next to return.
+    /// Sorting: every result (of the current partition under a budget), and the next to
+    /// return.
     sorted: Option<(Vec<CellRef>, usize)>,
+    /// Sorting under a budget: the partitions still to read.
+    parts: Option<partition::Partitions>,
     /// A cell taken for a batch that was full.
     pending: Option<CellRef>,
+    /// The decoded tile bytes held.
+    meter: Arc<TileMeter>,
 }
 
 impl<'a> SparseReader<'a> {
@@ -618,8 +658,15 @@ impl<'a> SparseReader<'a> {
             queue: VecDeque::new(),
             concat_frag: 0,
             sorted: None,
+            parts: None,
             pending: None,
+            meter: TileMeter::new(),
         })
+    }
+
+    /// The meter of the decoded tile bytes this read holds.
+    pub(crate) fn meter(&self) -> Arc<TileMeter> {
+        self.meter.clone()
     }
 
     /// Whether the mode compares cells (keys and all dimensions needed).
@@ -629,7 +676,7 @@ impl<'a> SparseReader<'a> {
 
     /// Loads the next window of tiles of each fragment in `which` into its cursor.
     fn load_windows(&mut self, which: &[usize]) -> Result<()> {
-        let unbounded = self.budget.is_none() || self.mode == Mode::Sort;
+        let unbounded = self.budget.is_none();
         let per_frag =
             self.budget.map_or(u64::MAX, |b| (b / self.frags.len().max(1) as u64).max(1));
         // (fragment, tile overlap)
@@ -672,6 +719,8 @@ impl<'a> SparseReader<'a> {
                 fields: vec![None; nslots],
                 sel: Vec::new(),
                 keys: Keys::default(),
+                origin: None,
+                held: None,
             })
             .collect();
         // Phase A: coordinates and timestamps of tiles whose cells must be checked.
@@ -700,9 +749,11 @@ impl<'a> SparseReader<'a> {
                 }
             }
         }
+        let mut window_held = Vec::with_capacity(2);
         for ((i, s), t) in dest.into_iter().zip(load_tiles(storage, &jobs)?) {
             tiles[i].fields[s] = Some(t);
         }
+        window_held.push(self.meter.hold(tiles.iter().map(LoadedTile::bytes).sum()));
         tiles.par_iter_mut().zip(window.par_iter()).zip(needs_check.par_iter()).for_each(
             |((t, &(f, ov)), &check)| {
                 let cells = self.frags[f].cells.get(ov.tile) as u32;
@@ -736,13 +787,21 @@ impl<'a> SparseReader<'a> {
                 }
             }
         }
+        let before: u64 = tiles.iter().map(LoadedTile::bytes).sum();
         for ((i, s), t) in dest.into_iter().zip(load_tiles(storage, &jobs)?) {
             tiles[i].fields[s] = Some(t);
         }
+        let after: u64 = tiles.iter().map(LoadedTile::bytes).sum();
+        window_held.push(self.meter.hold(after.saturating_sub(before)));
         tiles.par_iter_mut().map(|t| self.filter_tile(t)).collect::<Result<()>>()?;
         tiles.retain(|t| !t.sel.is_empty());
         if keys {
             tiles.par_iter_mut().for_each(|t| self.compute_keys(t));
+        }
+        // From the window to each tile kept.
+        drop(window_held);
+        for t in &mut tiles {
+            t.held = Some(self.meter.hold(t.bytes()));
         }
         Ok(tiles)
     }
@@ -905,6 +964,11 @@ impl<'a> SparseReader<'a> {
                 }
                 Ok(())
             }
+            Mode::Sort if self.budget.is_some() => {
+                self.parts = Some(partition::Partitions::new(self)?);
+                self.next_partition()?;
+                Ok(())
+            }
             Mode::Sort => {
                 let all: Vec<usize> = (0..self.frags.len()).collect();
                 self.load_windows(&all)?;
@@ -914,27 +978,37 @@ impl<'a> SparseReader<'a> {
                         cells.extend((0..t.sel.len()).map(|k| (t.clone(), k)));
                     }
                 }
-                let col = self.layout == Layout::ColMajor;
-                let cmp = &self.cmp;
-                let frags = &self.frags;
-                let dedup = !self.allows_dups;
-                cells.par_sort_by(|(a, ka), (b, kb)| {
-                    cmp.layout(col, a, *ka, b, *kb).then_with(|| {
-                        // Winners first among equal coordinates; with duplicates, newest
-                        // fragment first.
-                        let pa = cmp.priority(frags, a, *ka);
-                        let pb = cmp.priority(frags, b, *kb);
-                        if dedup { pb.cmp(&pa) } else { pb.1.cmp(&pa.1) }
-                    })
-                });
-                if dedup {
-                    cells.dedup_by(|(b, kb), (a, ka)| cmp.layout(col, a, *ka, b, *kb).is_eq());
-                }
-                cells.retain(|(t, k)| self.keep_after_dedup(t, *k));
+                self.sort_cells(&mut cells);
                 self.sorted = Some((cells, 0));
                 Ok(())
             }
         }
+    }
+
+    /// Sorts `cells` in the layout (row- or col-major), keeps the winner of each group of
+    /// equal coordinates (every copy, newest fragment first, with duplicates allowed), then
+    /// the cells passing the condition and deletes.
+    fn sort_cells(&self, cells: &mut Vec<CellRef>) {
+        let col = self.layout == Layout::ColMajor;
+        let cmp = &self.cmp;
+        let frags = &self.frags;
+        let dedup = !self.allows_dups;
+        cells.par_sort_by(|(a, ka), (b, kb)| {
+            cmp.layout(col, a, *ka, b, *kb)
+                .then_with(|| {
+                    // Winners first among equal coordinates; with duplicates, newest fragment
+                    // first.
+                    let pa = cmp.priority(frags, a, *ka);
+                    let pb = cmp.priority(frags, b, *kb);
+                    if dedup { pb.cmp(&pa) } else { pb.1.cmp(&pa.1) }
+                })
+                // Then in stored order (copies in one fragment).
+                .then_with(|| (a.tile, a.origin(*ka)).cmp(&(b.tile, b.origin(*kb))))
+        });
+        if dedup {
+            cells.dedup_by(|(b, kb), (a, ka)| cmp.layout(col, a, *ka, b, *kb).is_eq());
+        }
+        cells.retain(|(t, k)| self.keep_after_dedup(t, *k));
     }
 
     /// Makes sure fragment `f`'s cursor has a tile, loading its next window if needed.
@@ -1098,10 +1172,14 @@ impl<'a> SparseReader<'a> {
         if let Some(c) = self.pending.take() {
             return Ok(Some(c));
         }
-        if let Some((cells, i)) = &mut self.sorted {
-            let c = cells.get(*i).cloned();
-            *i += 1;
-            return Ok(c);
+        while let Some((cells, i)) = &mut self.sorted {
+            if let Some(c) = cells.get(*i).cloned() {
+                *i += 1;
+                return Ok(Some(c));
+            }
+            if !self.next_partition()? {
+                return Ok(None);
+            }
         }
         loop {
             if let Some(c) = self.queue.pop_front() {
@@ -1252,6 +1330,11 @@ impl<'a> SparseReader<'a> {
         let mut cells: Vec<CellRef> = Vec::new();
         let mut used = 0u64;
         loop {
+            // A batch ends with its partition, so that reading the next one holds no tile
+            // of this one.
+            if !cells.is_empty() && self.partition_done() {
+                break;
+            }
             let Some(c) = self.next_cell()? else { break };
             if let Some(budget) = self.budget {
                 let b = self.cell_bytes(&c.0, c.1);
@@ -1396,8 +1479,19 @@ fn tiles_from_metadata(
     }
     let mut metas: Vec<Option<FieldMeta>> = Vec::with_capacity(plan.fields.len());
     let mut stored: Vec<bool> = Vec::with_capacity(plan.fields.len());
+    // Dimensions have no tile min/max metadata: their tiles' MBRs bound them exactly.
+    let rtree = if plan.fields.iter().any(|f| f.is_dim() && f.want.min_max) {
+        Some(frag.fragment.rtree(storage)?)
+    } else {
+        None
+    };
     for field in &plan.fields {
-        let has = frag.fragment.schema().attributes.iter().any(|a| a.name == field.name);
+        let has = match field.source {
+            Source::Dim(_) => true,
+            Source::Attr(_) => {
+                frag.fragment.schema().attributes.iter().any(|a| a.name == field.name)
+            }
+        };
         stored.push(has);
         if !has {
             metas.push(None);
@@ -1419,12 +1513,17 @@ fn tiles_from_metadata(
         let n = cells.get(ov.tile);
         let mut stats = Vec::with_capacity(metas.len());
         for (m, field) in metas.iter().zip(&plan.fields) {
-            match m {
-                Some(m) => match m.exact(ov.tile, n, field.want) {
-                    Some(s) => stats.push(Some(s)),
-                    None => return true,
-                },
-                None => stats.push(None),
+            let Some(m) = m else {
+                stats.push(None);
+                continue;
+            };
+            let exact = match field.source {
+                Source::Dim(d) => dim_stats(m, rtree.as_ref(), field, d, ov.tile, n),
+                Source::Attr(_) => m.exact(ov.tile, n, field.want),
+            };
+            match exact {
+                Some(s) => stats.push(Some(s)),
+                None => return true,
             }
         }
         let mut p = Partial::new(plan);
@@ -1438,6 +1537,44 @@ fn tiles_from_metadata(
         false
     });
     Ok(out)
+}
+
+/// The exact statistics of dimension `d` (`field` of the plan) in tile `tile` (of `n` cells):
+/// the sum from the tile metadata, the minimum and maximum from the tile's MBR (the exact
+/// bounds of its coordinates). `None` where they might differ from an aggregate of the
+/// cells: a float bound that is zero (`-0.0` and `0.0` compare equal, so which one an
+/// aggregate keeps depends on the order of the cells) or NaN.
+fn dim_stats<'a>(
+    meta: &'a FieldMeta,
+    rtree: Option<&'a RTree>,
+    field: &AggField,
+    d: usize,
+    tile: u64,
+    n: u64,
+) -> Option<ExactStats<'a>> {
+    let mut stats = meta.exact(tile, n, Want { min_max: false, ..field.want })?;
+    if field.want.min_max && n > 0 {
+        let range = rtree?.leaf(tile)?.range(d)?;
+        let doubtful = |b: &[u8]| {
+            let v = match field.datatype {
+                Datatype::Float32 => b.try_into().map(|x| f64::from(f32::from_le_bytes(x))),
+                Datatype::Float64 => b.try_into().map(f64::from_le_bytes),
+                _ => return false,
+            };
+            !matches!(v, Ok(v) if v != 0.0 && !v.is_nan())
+        };
+        let size = field.datatype.size();
+        let fixed = field.cell_val_num != tessera_types::CELL_VAL_NUM_VAR;
+        if doubtful(range.low)
+            || doubtful(range.high)
+            || (fixed && (range.low.len() != size || range.high.len() != size))
+        {
+            return None;
+        }
+        stats.min = Some(range.low);
+        stats.max = Some(range.high);
+    }
+    Some(stats)
 }
 
 /// The markers of the delete and update commits a consolidation applied to fragment `f`
