@@ -25,6 +25,7 @@
 pub mod aggregate;
 mod array;
 pub mod condition;
+pub mod consolidate;
 mod delete;
 mod directory;
 mod error;

@@ -358,7 +358,16 @@ pub fn delete_marks<'c>(
     cell_num: usize,
 ) -> Result<DeleteMarks> {
     let columns = |name: &str| columns(name).map(ColumnView::from);
-    let columns = &columns;
+    delete_marks_views(deletes, fragment, &columns, cell_num)
+}
+
+/// [`delete_marks`] over borrowed views (decoded tiles).
+pub(crate) fn delete_marks_views<'c>(
+    deletes: &[DeleteCondition],
+    fragment: &FragmentDeleteInfo<'_>,
+    columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
+    cell_num: usize,
+) -> Result<DeleteMarks> {
     let mut index = vec![u64::MAX; cell_num];
     let mut keep = vec![true; cell_num];
     for (i, d) in deletes.iter().enumerate() {

@@ -69,7 +69,7 @@ pub use delete::{
 };
 pub use prune::TileStats;
 
-pub(crate) use delete::apply_deletes_views;
+pub(crate) use delete::{apply_deletes_views, delete_marks_views};
 
 use crate::{Column, Error, Result};
 use ast::{Node, Resolver};

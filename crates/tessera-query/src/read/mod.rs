@@ -45,14 +45,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod column;
+pub(crate) mod column;
 mod dense;
 mod meter;
 pub(crate) mod order;
-mod sparse;
+pub(crate) mod sparse;
 pub(crate) mod stats;
 pub(crate) mod subarray;
-mod tiles;
+pub(crate) mod tiles;
 
 use std::sync::Arc;
 

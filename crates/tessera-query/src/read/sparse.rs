@@ -504,7 +504,9 @@ impl<'a> SparseReader<'a> {
                 QField::Attr(a) => {
                     (schema.attributes[a].datatype, schema.attributes[a].cell_val_num)
                 }
-                QField::Timestamps | QField::DeleteTimestamps => (Datatype::UInt64, 1),
+                QField::Timestamps | QField::DeleteTimestamps | QField::DeleteConditionIndex => {
+                    (Datatype::UInt64, 1)
+                }
             })
             .collect();
 
@@ -589,6 +591,7 @@ impl<'a> SparseReader<'a> {
                             QField::Attr(_) => wanted,
                             QField::Timestamps => has_ts && (partial_ts || dedup || wanted),
                             QField::DeleteTimestamps => has_dt,
+                            QField::DeleteConditionIndex => false,
                         };
                         if needed { FieldReader::new(storage, &f, schema, q) } else { Ok(None) }
                     })
@@ -1579,7 +1582,7 @@ fn dim_stats<'a>(
 
 /// The markers of the delete and update commits a consolidation applied to fragment `f`
 /// (its processed conditions).
-fn processed_conditions(
+pub(crate) fn processed_conditions(
     storage: &dyn tessera_storage::Storage,
     f: &Fragment,
 ) -> Result<Vec<String>> {

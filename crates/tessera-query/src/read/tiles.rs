@@ -29,6 +29,8 @@ pub(crate) enum QField {
     Timestamps,
     /// Per-cell delete timestamps (`dt.tdb`).
     DeleteTimestamps,
+    /// Per-cell delete condition indexes (`dci.tdb`).
+    DeleteConditionIndex,
 }
 
 /// How the values of a field are decoded.
@@ -165,7 +167,12 @@ impl FieldReader {
             QField::DeleteTimestamps if footer.has_delete_meta => {
                 (Field::DeleteTimestamps, Datatype::UInt64, 1, &schema.coords_filters, false)
             }
-            QField::Timestamps | QField::DeleteTimestamps => return Ok(None),
+            QField::DeleteConditionIndex if footer.has_delete_meta => {
+                (Field::DeleteConditionIndex, Datatype::UInt64, 1, &schema.coords_filters, false)
+            }
+            QField::Timestamps | QField::DeleteTimestamps | QField::DeleteConditionIndex => {
+                return Ok(None);
+            }
         };
         let layout = footer.layout(schema);
         let idx = layout.idx(ffield).ok_or_else(|| {

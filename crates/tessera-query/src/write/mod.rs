@@ -37,7 +37,7 @@
 
 mod dense;
 mod input;
-mod sink;
+pub(crate) mod sink;
 mod sparse;
 
 use rayon::prelude::*;
@@ -260,6 +260,8 @@ impl<'a> WriteQuery<'a> {
             fields: stored_fields(schema, false, false),
             mode,
             timestamp,
+            name: None,
+            processed_conditions: Vec::new(),
             sink: None,
             buffer: None,
             pending: self.columns,
@@ -333,6 +335,10 @@ pub struct FragmentWrite<'a> {
     fields: Vec<Field>,
     mode: Mode,
     timestamp: u64,
+    /// The fragment's name when it is not a new one at `timestamp` (consolidation).
+    name: Option<FragmentName>,
+    /// Delete markers recorded as processed (consolidation).
+    processed_conditions: Vec<String>,
     sink: Option<FragmentSink<'a>>,
     /// Cells submitted but not yet in a tile (global-order writes).
     buffer: Option<Vec<FieldCells>>,
@@ -345,11 +351,38 @@ impl<'a> FragmentWrite<'a> {
         self.timestamp
     }
 
+    /// A global-order dense write of `sub` as fragment `name`, whose cells come tile by
+    /// tile, as consolidation writes: `sub` need not coincide with space-tile bounds, and
+    /// the fragment records `processed_conditions`.
+    pub(crate) fn dense_consolidation(
+        array: &'a Array,
+        name: FragmentName,
+        sub: Vec<[i128; 2]>,
+        processed_conditions: Vec<String>,
+    ) -> Result<Self> {
+        let schema = array.schema();
+        let tiling = DenseTiling::new(schema, sub)?;
+        Ok(FragmentWrite {
+            array,
+            fields: stored_fields(schema, false, false),
+            mode: Mode::Dense { tiling, layout: Layout::GlobalOrder, next_tile: 0, submitted: 0 },
+            timestamp: name.t2(),
+            name: Some(name),
+            processed_conditions,
+            sink: None,
+            buffer: None,
+            pending: Vec::new(),
+        })
+    }
+
     fn sink(&mut self) -> Result<&mut FragmentSink<'a>> {
         if self.sink.is_none() {
             let array = self.array;
-            let name = FragmentName::generate(self.timestamp, self.timestamp)
-                .map_err(|e| Error::InvalidWrite(e.to_string()))?;
+            let name = match &self.name {
+                Some(n) => n.clone(),
+                None => FragmentName::generate(self.timestamp, self.timestamp)
+                    .map_err(|e| Error::InvalidWrite(e.to_string()))?,
+            };
             self.sink = Some(FragmentSink::create(
                 array.storage().as_ref(),
                 array.schema(),
@@ -657,7 +690,10 @@ impl<'a> FragmentWrite<'a> {
             Mode::Unordered { .. } => (None, VarMinMaxCopy::PerTile),
         };
         match self.sink.take() {
-            Some(sink) => Ok(Some(sink.commit(ned, var_copy, Vec::new())?)),
+            Some(sink) => {
+                let processed = std::mem::take(&mut self.processed_conditions);
+                Ok(Some(sink.commit(ned, var_copy, processed)?))
+            }
             None => Ok(None),
         }
     }

@@ -258,6 +258,11 @@ impl<'a> FragmentSink<'a> {
         Ok(())
     }
 
+    /// Number of tiles written so far.
+    pub(crate) fn tile_num(&self) -> u64 {
+        self.tile_num
+    }
+
     /// Filters `tiles` (every field of every tile on the worker threads), computes their
     /// metadata and MBRs, and appends them to the data files in order.
     ///

@@ -1,0 +1,109 @@
+//! Fragment consolidation by Tessera: every fixture array reads the same before and after,
+//! at the latest time and at times before, inside and after the consolidated range.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tessera_query::consolidate::{Mode, Options, consolidate};
+use tessera_query::{Array, ReadResult};
+use tessera_storage::{LocalStorage, Storage};
+use tessera_types::Layout;
+
+fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+/// Every cell as a sortable row of its fields' bytes.
+fn rows(r: &ReadResult) -> Vec<Vec<Option<Vec<u8>>>> {
+    (0..r.cell_num())
+        .map(|i| {
+            r.columns
+                .iter()
+                .map(|c| c.is_valid(i).then(|| c.cell(i).unwrap_or_default().to_vec()))
+                .collect()
+        })
+        .collect()
+}
+
+fn read_at(storage: &Arc<dyn Storage>, at: u64) -> Option<(bool, Vec<Vec<Option<Vec<u8>>>>)> {
+    let array = Array::open_at(storage.clone(), at).unwrap();
+    let dense = array.schema().is_dense();
+    let r = array
+        .read()
+        .layout(if dense { Layout::RowMajor } else { Layout::GlobalOrder })
+        .execute()
+        .unwrap();
+    let mut rows = rows(&r);
+    if !dense {
+        rows.sort();
+    }
+    Some((dense, rows))
+}
+
+fn times(storage: &Arc<dyn Storage>) -> Vec<u64> {
+    let array = Array::open_at(storage.clone(), u64::MAX - 1).unwrap();
+    let mut t: Vec<u64> = vec![u64::MAX - 1];
+    for f in array.fragments() {
+        let (a, b) = f.name().timestamp_range();
+        t.extend([a.saturating_sub(1), a, b, b + 1]);
+    }
+    for d in &array.directory().deletes {
+        t.extend([d.name.t1().saturating_sub(1), d.name.t1()]);
+    }
+    t.sort_unstable();
+    t.dedup();
+    t
+}
+
+#[test]
+fn consolidated_fixtures_read_the_same() {
+    let mut checked = 0;
+    for family in ["fragments", "filters"] {
+        let dir = testdata().join(family);
+        let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("__schema").is_dir())
+            .collect();
+        names.sort();
+        for src in names {
+            let tmp = tempfile::tempdir().unwrap();
+            let dst = tmp.path().join("a");
+            copy_dir(&src, &dst);
+            let storage: Arc<dyn Storage> = Arc::new(LocalStorage::new(&dst).with_sync(false));
+            let ts = times(&storage);
+            let before: Vec<_> = ts.iter().map(|&t| read_at(&storage, t)).collect();
+            let report = consolidate(
+                storage.clone(),
+                Mode::Fragments,
+                &Options { range: Some((0, u64::MAX - 1)), ..Options::default() },
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+            eprintln!("{}: {:?}", src.display(), report.output);
+            let after: Vec<_> = ts.iter().map(|&t| read_at(&storage, t)).collect();
+            for ((t, b), a) in ts.iter().zip(&before).zip(&after) {
+                assert!(
+                    b == a,
+                    "{}: read at {t} differs after consolidating {:?}",
+                    src.display(),
+                    report
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 30, "{checked} arrays");
+}
