@@ -92,7 +92,6 @@ fn consolidated_fixtures_read_the_same() {
                 &Options { range: Some((0, u64::MAX - 1)), ..Options::default() },
             )
             .unwrap_or_else(|e| panic!("{}: {e}", src.display()));
-            eprintln!("{}: {:?}", src.display(), report.output);
             let after: Vec<_> = ts.iter().map(|&t| read_at(&storage, t)).collect();
             for ((t, b), a) in ts.iter().zip(&before).zip(&after) {
                 assert!(
@@ -106,4 +105,50 @@ fn consolidated_fixtures_read_the_same() {
         }
     }
     assert!(checked > 30, "{checked} arrays");
+}
+
+mod common;
+
+/// A consolidation interrupted at any point (a storage failure at each write in turn) leaves
+/// the array reading as before.
+#[test]
+fn an_interrupted_consolidation_leaves_the_contents_unchanged() {
+    use tessera_storage::MemoryStorage;
+    let src = testdata().join("fragments/sparse_deletes");
+    // Load the fixture into memory.
+    let mem = Arc::new(MemoryStorage::new());
+    fn load(dir: &Path, rel: &str, mem: &MemoryStorage) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            if e.file_type().unwrap().is_dir() {
+                mem.create_dir(&path).unwrap();
+                load(&e.path(), &path, mem);
+            } else {
+                mem.write(&path, std::fs::read(e.path()).unwrap().into()).unwrap();
+            }
+        }
+    }
+    load(&src, "", &mem);
+    let plain: Arc<dyn Storage> = mem.clone();
+    let ts = times(&plain);
+    let before: Vec<_> = ts.iter().map(|&t| read_at(&plain, t)).collect();
+    // Count the pieces a whole consolidation writes, on a copy.
+    let probe_mem = Arc::new(MemoryStorage::new());
+    load(&src, "", &probe_mem);
+    let probe = common::Failing::new(probe_mem, usize::MAX);
+    consolidate(probe.clone(), Mode::Fragments, &Options::default()).unwrap();
+    let pieces = probe.pieces();
+    assert!(pieces > 5, "{pieces}");
+    for k in 0..pieces {
+        let copy = Arc::new(MemoryStorage::new());
+        load(&src, "", &copy);
+        let failing = common::Failing::new(copy.clone(), k);
+        assert!(consolidate(failing, Mode::Fragments, &Options::default()).is_err(), "piece {k}");
+        let storage: Arc<dyn Storage> = copy;
+        for ((t, b), a) in ts.iter().zip(&before).zip(ts.iter().map(|&t| read_at(&storage, t))) {
+            assert!(*b == a, "failure at piece {k}: read at {t} differs");
+        }
+    }
 }

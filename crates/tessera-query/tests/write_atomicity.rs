@@ -1,101 +1,16 @@
 //! A write that fails part way leaves the array as it was; readers that open while writes
 //! run see whole fragments only.
 
-use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use bytes::Bytes;
+mod common;
+
+use common::Failing;
 use tessera_query::Array;
 use tessera_schema::{ArraySchema, Attribute, Dimension};
-use tessera_storage::{Entry, LocalStorage, MemoryStorage, ObjectWriter, Result, Storage};
+use tessera_storage::{LocalStorage, MemoryStorage, Storage};
 use tessera_types::{ArrayType, Datatype};
-
-/// A storage that fails the `fail_at`-th piece written (through `write`, `writer` pieces or
-/// `publish`), counting from 0.
-#[derive(Debug)]
-struct Failing {
-    inner: Arc<MemoryStorage>,
-    writes: AtomicUsize,
-    fail_at: usize,
-}
-
-impl Failing {
-    fn tick(&self, path: &str) -> Result<()> {
-        if self.writes.fetch_add(1, Ordering::SeqCst) == self.fail_at {
-            return Err(tessera_storage::Error::io(
-                tessera_storage::Op::Write,
-                path,
-                std::io::Error::other("injected failure"),
-            ));
-        }
-        Ok(())
-    }
-}
-
-struct FailingWriter<'a> {
-    storage: &'a Failing,
-    path: String,
-    data: Vec<u8>,
-}
-
-impl ObjectWriter for FailingWriter<'_> {
-    fn write_all(&mut self, data: &[u8]) -> Result<()> {
-        self.storage.tick(&self.path)?;
-        self.data.extend_from_slice(data);
-        Ok(())
-    }
-
-    fn finish(self: Box<Self>) -> Result<u64> {
-        let n = self.data.len() as u64;
-        self.storage.inner.write(&self.path, Bytes::from(self.data))?;
-        Ok(n)
-    }
-}
-
-impl Storage for Failing {
-    fn read(&self, path: &str) -> Result<Bytes> {
-        self.inner.read(path)
-    }
-    fn read_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
-        self.inner.read_range(path, range)
-    }
-    fn size(&self, path: &str) -> Result<u64> {
-        self.inner.size(path)
-    }
-    fn exists(&self, path: &str) -> Result<bool> {
-        self.inner.exists(path)
-    }
-    fn is_dir(&self, path: &str) -> Result<bool> {
-        self.inner.is_dir(path)
-    }
-    fn list(&self, dir: &str) -> Result<Vec<Entry>> {
-        self.inner.list(dir)
-    }
-    fn write(&self, path: &str, data: Bytes) -> Result<()> {
-        self.tick(path)?;
-        self.inner.write(path, data)
-    }
-    fn create_dir(&self, path: &str) -> Result<()> {
-        self.inner.create_dir(path)
-    }
-    fn remove(&self, path: &str) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn remove_dir_all(&self, dir: &str) -> Result<()> {
-        self.inner.remove_dir_all(dir)
-    }
-    fn publish(&self, path: &str, data: Bytes) -> Result<()> {
-        self.tick(path)?;
-        self.inner.publish(path, data)
-    }
-    fn rename(&self, from: &str, to: &str) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn writer<'a>(&'a self, path: &str) -> Result<Box<dyn ObjectWriter + 'a>> {
-        Ok(Box::new(FailingWriter { storage: self, path: path.to_owned(), data: Vec::new() }))
-    }
-}
 
 fn schema() -> ArraySchema {
     ArraySchema::builder(ArrayType::Sparse)
@@ -216,4 +131,55 @@ fn two_writers_at_once_each_make_their_own_fragment() {
     let array = Array::open(storage).unwrap();
     assert_eq!(array.fragments().len(), 2);
     assert_eq!(array.read().execute().unwrap().cell_num(), 10_000);
+}
+
+#[test]
+fn a_global_order_write_streams_its_tiles_to_disk_as_they_fill() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.path()).with_sync(false));
+    let schema = ArraySchema::builder(ArrayType::Dense)
+        .dimension(Dimension::new("r", Datatype::Int64).domain_i64(0, 3999).tile_i64(100))
+        .dimension(Dimension::new("c", Datatype::Int64).domain_i64(0, 99).tile_i64(100))
+        .attribute(Attribute::new("a", Datatype::Int64))
+        .build()
+        .unwrap();
+    Array::create_at(storage.clone(), &schema, &[], 1).unwrap();
+    let array = Array::open(storage.clone()).unwrap();
+    let mut w = array
+        .write()
+        .range_i64("r", 0, 3999)
+        .range_i64("c", 0, 99)
+        .layout(tessera_types::Layout::GlobalOrder)
+        .timestamp(3)
+        .begin()
+        .unwrap();
+    for k in 0..40u64 {
+        let vals: Vec<i64> = (0..10_000).map(|i| (k * 10_000 + i) as i64).collect();
+        let mut col = tessera_query::Column::new("a", Datatype::Int64, 1, false);
+        col.data = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        w.submit(vec![col]).unwrap();
+        // The fragment folder is not committed yet, but its data file already holds every
+        // complete tile: nothing waits in memory for the end of the write.
+        let frag = storage.list("__fragments").unwrap();
+        assert_eq!(frag.len(), 1);
+        let size = storage.size(&format!("__fragments/{}/a0.tdb", frag[0].name)).unwrap();
+        assert!(size >= (k + 1) * (100 * 100 * 8), "after tile {k}: {size} bytes on disk");
+        assert!(storage.list("__commits").unwrap().is_empty(), "committed early");
+    }
+    w.finalize().unwrap().unwrap();
+    let r = Array::open(storage)
+        .unwrap()
+        .read()
+        .range_i64("r", 3998, 3999)
+        .range_i64("c", 98, 99)
+        .execute()
+        .unwrap();
+    let got: Vec<i64> = r
+        .column("a")
+        .unwrap()
+        .data
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, [399_898, 399_899, 399_998, 399_999]);
 }
