@@ -137,14 +137,14 @@ fn an_interrupted_consolidation_leaves_the_contents_unchanged() {
     // Count the pieces a whole consolidation writes, on a copy.
     let probe_mem = Arc::new(MemoryStorage::new());
     load(&src, "", &probe_mem);
-    let probe = common::Failing::new(probe_mem, usize::MAX);
+    let probe = common::failing::Failing::new(probe_mem, usize::MAX);
     consolidate(probe.clone(), Mode::Fragments, &Options::default()).unwrap();
     let pieces = probe.pieces();
     assert!(pieces > 5, "{pieces}");
     for k in 0..pieces {
         let copy = Arc::new(MemoryStorage::new());
         load(&src, "", &copy);
-        let failing = common::Failing::new(copy.clone(), k);
+        let failing = common::failing::Failing::new(copy.clone(), k);
         assert!(consolidate(failing, Mode::Fragments, &Options::default()).is_err(), "piece {k}");
         let storage: Arc<dyn Storage> = copy;
         for ((t, b), a) in ts.iter().zip(&before).zip(ts.iter().map(|&t| read_at(&storage, t))) {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 mod common;
 
-use common::Failing;
+use common::failing::Failing;
 use tessera_query::Array;
 use tessera_schema::{ArraySchema, Attribute, Dimension};
 use tessera_storage::{LocalStorage, MemoryStorage, Storage};

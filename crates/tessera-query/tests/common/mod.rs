@@ -1,108 +1,83 @@
-//! Test helpers shared by the integration tests.
+//! Helpers shared by the read tests: results as cells-JSONL values, fixture paths.
 
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
-use std::ops::Range;
+pub mod failing;
+
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bytes::Bytes;
-use tessera_storage::{Entry, MemoryStorage, ObjectWriter, Result, Storage};
+use serde_json::{Map, Value as Json};
+use tessera_query::{Array, ReadResult};
+use tessera_schema::json::cell_json;
+use tessera_storage::LocalStorage;
 
-/// A storage that fails the `fail_at`-th piece written (through `write`, `writer` pieces or
-/// `publish`), counting from 0.
-#[derive(Debug)]
-pub(crate) struct Failing {
-    pub(crate) inner: Arc<MemoryStorage>,
-    pub(crate) writes: AtomicUsize,
-    pub(crate) fail_at: usize,
+/// `testdata/` of the workspace.
+pub fn testdata() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
 }
 
-impl Failing {
-    fn tick(&self, path: &str) -> Result<()> {
-        if self.writes.fetch_add(1, Ordering::SeqCst) == self.fail_at {
-            return Err(tessera_storage::Error::io(
-                tessera_storage::Op::Write,
-                path,
-                std::io::Error::other("injected failure"),
-            ));
+/// Opens the array at `testdata/<rel>`, at the latest time or at `at`.
+pub fn open(rel: &str, at: Option<u64>) -> Array {
+    let storage = Arc::new(LocalStorage::new(testdata().join(rel)));
+    match at {
+        Some(t) => Array::open_at(storage, t).unwrap(),
+        None => Array::open(storage).unwrap(),
+    }
+}
+
+/// Cell `i` of `result` as a cells-JSONL object (null where validity is 0).
+pub fn cell_row(result: &ReadResult, i: usize) -> Json {
+    let mut m = Map::new();
+    for c in &result.columns {
+        let v = if c.is_valid(i) {
+            cell_json(c.datatype, c.cell_val_num, c.cell(i).expect("cell in range"))
+        } else {
+            Json::Null
+        };
+        m.insert(c.name.clone(), v);
+    }
+    Json::Object(m)
+}
+
+/// Every cell of `result` as cells-JSONL objects.
+pub fn rows(result: &ReadResult) -> Vec<Json> {
+    (0..result.cell_num()).map(|i| cell_row(result, i)).collect()
+}
+
+/// The objects of a cells-JSONL file.
+pub fn read_jsonl(rel: &str) -> Vec<Json> {
+    let text = std::fs::read_to_string(testdata().join(rel)).unwrap();
+    text.lines().filter(|l| !l.is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Checks that every column of `result` has the same number of cells.
+pub fn check_shape(result: &ReadResult) {
+    let n = result.cell_num();
+    for c in &result.columns {
+        assert_eq!(c.len(), n, "column {}", c.name);
+        if let Some(v) = &c.validity {
+            assert_eq!(v.len(), n, "validity of {}", c.name);
         }
-        Ok(())
     }
 }
 
-struct FailingWriter<'a> {
-    storage: &'a Failing,
-    path: String,
-    data: Vec<u8>,
+/// Compares two lists of rows, reporting the first difference.
+pub fn assert_rows_eq(actual: &[Json], expected: &[Json], what: &str) {
+    for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
+        assert_eq!(a, e, "{what}: cell {i} differs");
+    }
+    assert_eq!(actual.len(), expected.len(), "{what}: cell count");
 }
 
-impl ObjectWriter for FailingWriter<'_> {
-    fn write_all(&mut self, data: &[u8]) -> Result<()> {
-        self.storage.tick(&self.path)?;
-        self.data.extend_from_slice(data);
-        Ok(())
-    }
-
-    fn finish(self: Box<Self>) -> Result<u64> {
-        let n = self.data.len() as u64;
-        self.storage.inner.write(&self.path, Bytes::from(self.data))?;
-        Ok(n)
-    }
-}
-
-impl Storage for Failing {
-    fn read(&self, path: &str) -> Result<Bytes> {
-        self.inner.read(path)
-    }
-    fn read_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
-        self.inner.read_range(path, range)
-    }
-    fn size(&self, path: &str) -> Result<u64> {
-        self.inner.size(path)
-    }
-    fn exists(&self, path: &str) -> Result<bool> {
-        self.inner.exists(path)
-    }
-    fn is_dir(&self, path: &str) -> Result<bool> {
-        self.inner.is_dir(path)
-    }
-    fn list(&self, dir: &str) -> Result<Vec<Entry>> {
-        self.inner.list(dir)
-    }
-    fn write(&self, path: &str, data: Bytes) -> Result<()> {
-        self.tick(path)?;
-        self.inner.write(path, data)
-    }
-    fn create_dir(&self, path: &str) -> Result<()> {
-        self.inner.create_dir(path)
-    }
-    fn remove(&self, path: &str) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn remove_dir_all(&self, dir: &str) -> Result<()> {
-        self.inner.remove_dir_all(dir)
-    }
-    fn publish(&self, path: &str, data: Bytes) -> Result<()> {
-        self.tick(path)?;
-        self.inner.publish(path, data)
-    }
-    fn rename(&self, from: &str, to: &str) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn writer<'a>(&'a self, path: &str) -> Result<Box<dyn ObjectWriter + 'a>> {
-        Ok(Box::new(FailingWriter { storage: self, path: path.to_owned(), data: Vec::new() }))
-    }
-}
-
-impl Failing {
-    /// A storage over `inner` failing the `fail_at`-th piece written from now on.
-    pub(crate) fn new(inner: Arc<MemoryStorage>, fail_at: usize) -> Arc<Self> {
-        Arc::new(Failing { inner, writes: AtomicUsize::new(0), fail_at })
-    }
-
-    /// Pieces written so far.
-    pub(crate) fn pieces(&self) -> usize {
-        self.writes.load(Ordering::SeqCst)
+/// Compares two lists of rows as multisets.
+pub fn assert_rows_eq_unordered(actual: &[Json], expected: &[Json], what: &str) {
+    let mut a: Vec<String> = actual.iter().map(Json::to_string).collect();
+    let mut e: Vec<String> = expected.iter().map(Json::to_string).collect();
+    a.sort();
+    e.sort();
+    assert_eq!(a.len(), e.len(), "{what}: cell count");
+    for (i, (x, y)) in a.iter().zip(&e).enumerate() {
+        assert_eq!(x, y, "{what}: sorted cell {i} differs");
     }
 }
