@@ -40,6 +40,9 @@ enum WriteSpec {
     Dense { sub: Vec<(i64, i64)>, layout: u8, seed: u64 },
     /// Sparse cells.
     Sparse { coords: Vec<Vec<i64>>, seed: u64 },
+    /// A delete of the sparse cells whose first coordinate is below (`below`) or at least
+    /// `value`.
+    Delete { value: i64, below: bool },
 }
 
 fn filter(kind: u8) -> FilterPipeline {
@@ -203,10 +206,17 @@ fn spec_strategy() -> impl Strategy<Value = (Spec, Vec<WriteSpec>)> {
                 any::<u64>(),
             )
                 .prop_map(|(coords, seed)| WriteSpec::Sparse { coords, seed });
+            let (lo0, hi0, _) = d2[0];
+            let delete = (lo0..=hi0, any::<bool>())
+                .prop_map(|(value, below)| WriteSpec::Delete { value, below });
             let writes = if dense {
                 prop::collection::vec(dense_write.boxed(), 1..4).boxed()
             } else {
-                prop::collection::vec(sparse_write.boxed(), 1..4).boxed()
+                prop::collection::vec(
+                    prop_oneof![3 => sparse_write.boxed(), 1 => delete.boxed()],
+                    1..5,
+                )
+                .boxed()
             };
             (Just(spec), writes)
         })
@@ -214,12 +224,14 @@ fn spec_strategy() -> impl Strategy<Value = (Spec, Vec<WriteSpec>)> {
 
 /// The model: for each time, the cells visible (dense: newest wins; sparse: newest wins
 /// unless duplicates are allowed).
-fn run(spec: &Spec, writes: &[WriteSpec]) -> Result<(), TestCaseError> {
+fn run(spec: &Spec, writes: &[WriteSpec], consolidated: bool) -> Result<(), TestCaseError> {
     let storage = Arc::new(MemoryStorage::new());
     let schema = schema_of(spec);
     Array::create_at(storage.clone(), &schema, &[], 1).unwrap();
     // (timestamp, coords, values)
     let mut history: Vec<(u64, Vec<i64>, Vec<Value>)> = Vec::new();
+    // (timestamp, value, below)
+    let mut deletes: Vec<(u64, i64, bool)> = Vec::new();
     for (w, ws) in writes.iter().enumerate() {
         let t = 10 * (w as u64 + 1);
         let array = Array::open_at(storage.clone(), t).unwrap();
@@ -304,12 +316,38 @@ fn run(spec: &Spec, writes: &[WriteSpec]) -> Result<(), TestCaseError> {
                 }
                 q.submit().map_err(|e| TestCaseError::fail(format!("sparse write: {e}")))?;
             }
+            WriteSpec::Delete { value, below } => {
+                let op = if *below { "<" } else { ">=" };
+                array
+                    .delete()
+                    .where_text(&format!("d0 {op} {value}"))
+                    .timestamp(t)
+                    .submit()
+                    .map_err(|e| TestCaseError::fail(format!("delete: {e}")))?;
+                deletes.push((t, *value, *below));
+            }
         }
+    }
+    if consolidated {
+        tessera_query::consolidate::consolidate(
+            storage.clone(),
+            tessera_query::consolidate::Mode::Fragments,
+            &tessera_query::consolidate::Options {
+                range: Some((0, 10 * writes.len() as u64)),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| TestCaseError::fail(format!("consolidate: {e}")))?;
     }
     let stamps: Vec<u64> = (1..=writes.len() as u64).map(|w| 10 * w).collect();
     for &at in &stamps {
+        let deleted = |h: &(u64, Vec<i64>, Vec<Value>)| {
+            deletes.iter().any(|&(t, v, below)| {
+                t <= at && h.0 <= t && if below { h.1[0] < v } else { h.1[0] >= v }
+            })
+        };
         let visible: Vec<&(u64, Vec<i64>, Vec<Value>)> =
-            history.iter().filter(|h| h.0 <= at).collect();
+            history.iter().filter(|h| h.0 <= at && !deleted(h)).collect();
         let array = Array::open_at(storage.clone(), at).unwrap();
         let res = array
             .read()
@@ -370,6 +408,11 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
     #[test]
     fn random_writes_read_back((spec, writes) in spec_strategy()) {
-        run(&spec, &writes)?;
+        run(&spec, &writes, false)?;
+    }
+
+    #[test]
+    fn random_writes_read_back_after_consolidation((spec, writes) in spec_strategy()) {
+        run(&spec, &writes, true)?;
     }
 }
