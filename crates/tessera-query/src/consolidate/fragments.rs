@@ -172,19 +172,26 @@ fn dense(array: &Array, start: u64, options: &Options) -> Result<Report> {
         return Ok(Report::default());
     }
     let name = consolidated_name(frags)?;
-    let mut write =
-        FragmentWrite::dense_consolidation(array, name.clone(), bbox.clone(), Vec::new())?;
+    // libtiledb reads the box expanded to whole tiles and writes every cell of those tiles
+    // (fill values where no fragment wrote), with the box as the non-empty domain.
+    let tiled = expand_to_tiles(schema, &bbox);
+    let mut write = FragmentWrite::dense_consolidation(
+        array,
+        name.clone(),
+        bbox.clone(),
+        tiled.clone(),
+        Vec::new(),
+    )?;
     // Tile rows: ranges of the slowest dimension of the tile order, one row of tiles each.
     let slow = if schema.tile_order == Layout::ColMajor { schema.dimensions.len() - 1 } else { 0 };
-    let tiled = expand_to_tiles(schema, &bbox);
     let dim = &schema.dimensions[slow];
     let ext = dim.tile_extent.as_ref().and_then(|e| int_value(dim.datatype, e)).unwrap_or(1).max(1);
     let rows: Vec<[i128; 2]> = {
         let mut out = Vec::new();
         let mut lo = tiled[slow][0];
-        while lo <= bbox[slow][1] {
+        while lo <= tiled[slow][1] {
             let hi = lo + ext - 1;
-            out.push([lo.max(bbox[slow][0]), hi.min(bbox[slow][1])]);
+            out.push([lo, hi.min(tiled[slow][1])]);
             lo = hi + 1;
         }
         out
@@ -198,7 +205,7 @@ fn dense(array: &Array, start: u64, options: &Options) -> Result<Report> {
             .attributes(attrs.iter())
             .with_coordinates(false);
         for (d, dim) in schema.dimensions.iter().enumerate() {
-            let r = if d == slow { *row } else { bbox[d] };
+            let r = if d == slow { *row } else { tiled[d] };
             let (mut lo, mut hi) = (Vec::new(), Vec::new());
             crate::read::order::push_int(dim.datatype, r[0], &mut lo);
             crate::read::order::push_int(dim.datatype, r[1], &mut hi);

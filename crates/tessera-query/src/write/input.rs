@@ -24,6 +24,9 @@ pub(crate) struct FieldCells {
     pub(crate) offsets: Option<Vec<u64>>,
     /// Nullable fields: one byte per cell (all 1 when the user gave none).
     pub(crate) validity: Option<Vec<u8>>,
+    /// What unwritten cells of a tile hold: zero bytes and validity 0 (`None`, as libtiledb
+    /// pads user writes), or a fill value and its validity (consolidation).
+    pub(crate) pad: Option<(Vec<u8>, bool)>,
 }
 
 impl FieldCells {
@@ -114,6 +117,18 @@ impl FieldCells {
     /// Appends `n` unwritten cells (zero bytes; one zero element each for var-sized fields;
     /// validity 0), as libtiledb pads partly written dense tiles.
     pub(crate) fn push_padding(&self, tile: &mut FieldTile, n: usize) {
+        if let Some((fill, valid)) = &self.pad {
+            for _ in 0..n {
+                if let Some(to) = tile.offsets.as_mut() {
+                    to.push(tile.data.len() as u64);
+                }
+                tile.data.extend_from_slice(fill);
+            }
+            if let Some(to) = tile.validity.as_mut() {
+                to.resize(to.len() + n, u8::from(*valid));
+            }
+            return;
+        }
         match (&self.offsets, self.cell_size) {
             (Some(_), _) => {
                 let to = tile.offsets.as_mut().expect("a var tile has offsets");
@@ -141,6 +156,7 @@ impl FieldCells {
             data: tile.data,
             offsets: tile.offsets,
             validity: tile.validity,
+            pad: self.pad.clone(),
         }
     }
 
@@ -307,6 +323,7 @@ pub(crate) fn check_columns(
             data: c.data,
             offsets: c.offsets,
             validity,
+            pad: None,
         });
     }
     Ok((out, cell_num.map_or(0, |(n, _)| n)))

@@ -261,6 +261,7 @@ impl<'a> WriteQuery<'a> {
             mode,
             timestamp,
             name: None,
+            ned: None,
             processed_conditions: Vec::new(),
             sink: None,
             buffer: None,
@@ -337,6 +338,8 @@ pub struct FragmentWrite<'a> {
     timestamp: u64,
     /// The fragment's name when it is not a new one at `timestamp` (consolidation).
     name: Option<FragmentName>,
+    /// The non-empty domain when it is not the written subarray (consolidation).
+    ned: Option<Vec<[i128; 2]>>,
     /// Delete markers recorded as processed (consolidation).
     processed_conditions: Vec<String>,
     sink: Option<FragmentSink<'a>>,
@@ -351,23 +354,26 @@ impl<'a> FragmentWrite<'a> {
         self.timestamp
     }
 
-    /// A global-order dense write of `sub` as fragment `name`, whose cells come tile by
-    /// tile, as consolidation writes: `sub` need not coincide with space-tile bounds, and
-    /// the fragment records `processed_conditions`.
+    /// A global-order dense write of `region` as fragment `name` whose non-empty domain is
+    /// `ned`, as consolidation writes: the cells of `region` (the non-empty domain expanded
+    /// to whole tiles, cut to the domain) come tile by tile, and the fragment records
+    /// `processed_conditions`.
     pub(crate) fn dense_consolidation(
         array: &'a Array,
         name: FragmentName,
-        sub: Vec<[i128; 2]>,
+        ned: Vec<[i128; 2]>,
+        region: Vec<[i128; 2]>,
         processed_conditions: Vec<String>,
     ) -> Result<Self> {
         let schema = array.schema();
-        let tiling = DenseTiling::new(schema, sub)?;
+        let tiling = DenseTiling::new(schema, region)?;
         Ok(FragmentWrite {
             array,
             fields: stored_fields(schema, false, false),
             mode: Mode::Dense { tiling, layout: Layout::GlobalOrder, next_tile: 0, submitted: 0 },
             timestamp: name.t2(),
             name: Some(name),
+            ned: Some(ned),
             processed_conditions,
             sink: None,
             buffer: None,
@@ -413,7 +419,16 @@ impl<'a> FragmentWrite<'a> {
 
     fn submit_inner(&mut self, columns: Vec<Column>) -> Result<()> {
         let schema = self.array.schema();
-        let (cells, n) = check_columns(schema, &self.fields, columns)?;
+        let (mut cells, n) = check_columns(schema, &self.fields, columns)?;
+        if self.ned.is_some() {
+            // Consolidation pads with fill values (what libtiledb's reads return there).
+            for (c, field) in cells.iter_mut().zip(&self.fields) {
+                if let tessera_fragment::Field::Attribute(a) = field {
+                    let f = crate::read::column::OutField::attr(schema, *a);
+                    c.pad = Some((f.fill_cell(), f.fill_valid));
+                }
+            }
+        }
         match &mut self.mode {
             Mode::Unordered { done } => {
                 if *done {
@@ -489,6 +504,7 @@ impl<'a> FragmentWrite<'a> {
         let tiling = tiling.clone();
         let mut k = *next_tile;
         let cell_order = tiling_cell_order(self.array.schema());
+        let consolidating = self.ned.is_some();
         let mut tiles = Vec::new();
         let mut flushed = k;
         while let Some(buf) = &mut self.buffer {
@@ -510,7 +526,8 @@ impl<'a> FragmentWrite<'a> {
             tiles.push(Tile {
                 cell_num: cells as u64,
                 fields: buf.iter().map(|f| fill_tile(f, &runs, cells)).collect(),
-                slabs: Some(tiling.slabs(&tile, cell_order)?),
+                // Consolidation writes every cell of its tiles (fill values included).
+                slabs: if consolidating { None } else { Some(tiling.slabs(&tile, cell_order)?) },
             });
             for f in buf.iter_mut() {
                 f.drain_front(need);
@@ -660,8 +677,10 @@ impl<'a> FragmentWrite<'a> {
                     )));
                 }
                 let dims = tessera_fragment::dim_types(schema);
-                let ned = Mbr(tiling
-                    .sub
+                let ned = Mbr(self
+                    .ned
+                    .as_ref()
+                    .unwrap_or(&tiling.sub)
                     .iter()
                     .zip(&schema.dimensions)
                     .map(|(r, d)| {

@@ -232,6 +232,7 @@ pub(crate) fn cmp_across(
                 data: Vec::new(),
                 offsets: p.offsets.as_ref().map(|_| Vec::new()),
                 validity: None,
+                pad: None,
             };
             let mut tile = c.new_tile(2);
             p.push_run(&mut tile, last, last + 1);
