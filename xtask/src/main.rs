@@ -20,12 +20,16 @@
 //!   expectations fail), then through `tessera read` / `tessera aggregate` when the CLI has
 //!   them, by `xtask/fixtures/check_queries.py`; then the writes-cli conformance:
 //!   `tessera write`, `delete` and `meta put` / `delete` on new arrays, read back by libtiledb
-//!   (`xtask/fixtures/check_cli_writes.py`).
+//!   (`xtask/fixtures/check_cli_writes.py`); then the consolidation conformance: fixture
+//!   arrays consolidated and vacuumed by `tessera consolidate` / `tessera vacuum` and, in a
+//!   twin copy, by libtiledb, in each mode; the trees and bytes compared, and each array read
+//!   by both engines (`xtask/fixtures/check_consolidation.py`).
 //! * `test`: `cargo test --workspace`, then `conformance`. This is the project's test command.
 //! * `bench [--quick] [--only NAME ...] [--runs N] [--list] [--regenerate]`: the same
 //!   workloads in Tessera (`tessera-bench`, the `bench/` crate, built in release mode) and in
-//!   libtiledb (tiledb-py), each run in its own process, alternating, median of the runs;
-//!   arrays generated once by libtiledb under `target/bench/data`; a table on stdout and
+//!   libtiledb (tiledb-py), reads and writes, each run in its own process, alternating,
+//!   median of the runs; arrays generated once by libtiledb under `target/bench/data` (and
+//!   the write workloads' inputs under `target/bench/inputs`); a table on stdout and
 //!   `target/bench/summary.json` (`xtask/bench/bench.py`). Not run in CI.
 //!
 //! Every command that needs Python creates the venv first; nothing is installed system-wide.
@@ -67,6 +71,8 @@ const FRAGMENTS_OUT: &str = "target/conformance/fragments";
 const QUERIES_FIXTURES: &str = "testdata/queries";
 /// Where the writes-cli conformance step makes its arrays (and their input files).
 const WRITES_CLI_OUT: &str = "target/conformance/writes-cli";
+/// Where the consolidation conformance step copies the fixture arrays it consolidates.
+const CONSOLIDATION_OUT: &str = "target/conformance/consolidation";
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Tessera project automation")]
@@ -95,7 +101,7 @@ enum Cmd {
     /// store) against libtiledb.
     Conformance {
         /// Run only this step (repeatable): fixtures, create, fragments, queries, writes,
-        /// writes-cli.
+        /// writes-cli, consolidation.
         #[arg(long = "only", value_name = "STEP")]
         only: Vec<String>,
     },
@@ -106,9 +112,10 @@ enum Cmd {
         #[arg(last = true)]
         cargo_args: Vec<OsString>,
     },
-    /// Benchmark Tessera against libtiledb on the same reads (each engine in its own process,
-    /// alternating, median of the runs); prints a table and writes target/bench/summary.json.
-    /// Arrays are generated once by libtiledb under target/bench/data. Not run in CI.
+    /// Benchmark Tessera against libtiledb on the same reads and writes (each engine in its
+    /// own process, alternating, median of the runs); prints a table and writes
+    /// target/bench/summary.json. Arrays are generated once by libtiledb under
+    /// target/bench/data, write inputs under target/bench/inputs. Not run in CI.
     Bench {
         /// Smaller arrays (about 20 s instead of about 2 min, plus the first generation).
         #[arg(long)]
@@ -326,13 +333,14 @@ fn fixtures(root: &Path, families: &[String]) -> Result<()> {
 fn conformance(root: &Path, only: &[String]) -> Result<()> {
     let python = ensure_venv(root)?;
     type Step = fn(&Path, &Path) -> Result<()>;
-    let steps: [(&str, Step); 6] = [
+    let steps: [(&str, Step); 7] = [
         ("fixtures", check_fixtures),
         ("create", create_conformance),
         ("fragments", fragments_conformance),
         ("queries", queries_conformance),
         ("writes", writes_conformance),
         ("writes-cli", writes_cli_conformance),
+        ("consolidation", consolidation_conformance),
     ];
     for o in only {
         if !steps.iter().any(|(n, _)| n == o) {
@@ -624,6 +632,42 @@ fn writes_cli_conformance(python: &Path, root: &Path) -> Result<()> {
     let mut cmd = python_script(python, root, "check_cli_writes.py");
     cmd.arg("--tessera").arg(&tessera).args(["--out", WRITES_CLI_OUT, "--inputs", CREATE_INPUTS]);
     run(&mut cmd, "writes-cli conformance check (xtask/fixtures/check_cli_writes.py)")
+}
+
+/// The consolidation conformance step: `xtask/fixtures/check_consolidation.py` copies fixture
+/// arrays of `testdata/fragments` twice under `target/conformance/consolidation`, runs the
+/// same consolidate / vacuum steps (each mode, and longer sequences) with `tessera
+/// consolidate` / `tessera vacuum` on one copy and with libtiledb on the other, and after each
+/// step compares the file trees (the files made byte for byte, labels aside) and the cells and
+/// metadata both engines read from both copies at several times; then libtiledb's own
+/// consolidation and vacuum must still work on Tessera's copy. Skipped loudly when the CLI
+/// package does not exist or lacks one of the subcommands it needs.
+fn consolidation_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: consolidation conformance (tessera consolidate / vacuum vs libtiledb)");
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         `tessera consolidate` and `vacuum` were NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    for sub in ["consolidate", "vacuum", "read", "meta"] {
+        if !has_subcommand(root, &tessera, sub) {
+            loud_skip(&[
+                &format!("SKIPPED: tessera {sub} not available (`tessera {sub} --help` failed):"),
+                "         `tessera consolidate` and `vacuum` were NOT checked against libtiledb",
+            ]);
+            return Ok(());
+        }
+    }
+    let out = root.join(CONSOLIDATION_OUT);
+    if out.exists() {
+        fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    let mut cmd = python_script(python, root, "check_consolidation.py");
+    cmd.arg("--tessera").arg(&tessera).args(["--out", CONSOLIDATION_OUT, "--testdata", "testdata"]);
+    run(&mut cmd, "consolidation conformance check (xtask/fixtures/check_consolidation.py)")
 }
 
 /// Whether the CLI binary has a subcommand: `tessera <name> --help` exits 0.

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod aggregate_cmd;
 mod cells;
+mod consolidate_cmd;
 mod fragments_cmd;
 mod meta_cmd;
 mod read_cmd;
@@ -119,6 +120,21 @@ enum Command {
         #[arg(long, value_name = "MS")]
         timestamp: Option<u64>,
     },
+    /// Consolidate an array: fragments, commit files, fragment footers or array metadata
+    /// (libtiledb's consolidation modes).
+    Consolidate {
+        /// The array's folder.
+        array: PathBuf,
+        #[command(flatten)]
+        args: consolidate_cmd::ConsolidateArgs,
+    },
+    /// Remove what a consolidation made obsolete (in the same mode).
+    Vacuum {
+        /// The array's folder.
+        array: PathBuf,
+        #[command(flatten)]
+        args: consolidate_cmd::VacuumArgs,
+    },
     /// Create an empty array from schema JSON.
     Create {
         /// The folder to create the array in.
@@ -204,6 +220,8 @@ fn run(cli: Cli) -> Result<()> {
             }
             q.submit().with_context(|| array.display().to_string())?;
         }
+        Command::Consolidate { array, args } => consolidate_cmd::run_consolidate(&array, &args)?,
+        Command::Vacuum { array, args } => consolidate_cmd::run_vacuum(&array, &args)?,
         Command::Create { array, schema } => {
             let text = if schema.as_os_str() == "-" {
                 std::io::read_to_string(std::io::stdin())

@@ -26,8 +26,11 @@ fn copy_dir(src: &Path, dst: &Path) {
     }
 }
 
+/// One cell: each field's bytes, `None` when null.
+type Row = Vec<Option<Vec<u8>>>;
+
 /// Every cell as a sortable row of its fields' bytes.
-fn rows(r: &ReadResult) -> Vec<Vec<Option<Vec<u8>>>> {
+fn rows(r: &ReadResult) -> Vec<Row> {
     (0..r.cell_num())
         .map(|i| {
             r.columns
@@ -38,7 +41,7 @@ fn rows(r: &ReadResult) -> Vec<Vec<Option<Vec<u8>>>> {
         .collect()
 }
 
-fn read_at(storage: &Arc<dyn Storage>, at: u64) -> Option<(bool, Vec<Vec<Option<Vec<u8>>>>)> {
+fn read_at(storage: &Arc<dyn Storage>, at: u64) -> Option<(bool, Vec<Row>)> {
     let array = Array::open_at(storage.clone(), at).unwrap();
     let dense = array.schema().is_dense();
     let r = array

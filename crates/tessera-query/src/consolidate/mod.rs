@@ -57,7 +57,8 @@ impl Mode {
 #[derive(Clone, Default)]
 pub struct Options {
     /// Only what lies in `[start, end]` (ms) is consolidated (`timestamp_start`/`_end`);
-    /// `None` for everything.
+    /// `None` for everything. As in libtiledb, it applies to the fragments and array
+    /// metadata modes; commits and fragment metadata always take everything up to now.
     pub range: Option<(u64, u64)>,
     /// Drop deleted cells instead of keeping them with their delete metadata
     /// (`purge_deleted_cells`).
@@ -77,12 +78,14 @@ impl std::fmt::Debug for Options {
     }
 }
 
-/// What a consolidation did.
+/// What a consolidation or a vacuum did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
-    /// The inputs merged (fragment names, commit paths or metadata file names).
+    /// The inputs merged (fragment names, commit paths or metadata file paths); for a
+    /// vacuum, what it removed (paths relative to the array, in removal order).
     pub inputs: Vec<String>,
-    /// The file or fragment written (none when there was nothing to consolidate).
+    /// The file or fragment written (none when there was nothing to consolidate); for a
+    /// vacuum, the `.ign` file it wrote, if any.
     pub output: Option<String>,
 }
 

@@ -1,0 +1,164 @@
+//! `tessera consolidate` and `tessera vacuum`: one consolidation or vacuum mode on an array,
+//! a progress bar on a terminal, a one-line summary on standard output.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use tessera::layers::query::consolidate::{self, Mode, Options, Report};
+use tessera::{LocalStorage, Storage};
+
+/// A consolidation or vacuum mode, as libtiledb's `sm.consolidation.mode` / `sm.vacuum.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum ModeArg {
+    /// Fragments into one fragment.
+    #[default]
+    Fragments,
+    /// Commit files into one `.con` file.
+    Commits,
+    /// Fragment footers into one `__fragment_meta/*.meta` file.
+    #[value(alias = "fragment_meta")]
+    FragmentMeta,
+    /// Array metadata files into one.
+    #[value(alias = "array_meta")]
+    ArrayMeta,
+}
+
+impl ModeArg {
+    fn mode(self) -> Mode {
+        match self {
+            ModeArg::Fragments => Mode::Fragments,
+            ModeArg::Commits => Mode::Commits,
+            ModeArg::FragmentMeta => Mode::FragmentMeta,
+            ModeArg::ArrayMeta => Mode::ArrayMeta,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            ModeArg::Fragments => "fragments",
+            ModeArg::Commits => "commits",
+            ModeArg::FragmentMeta => "fragment-meta",
+            ModeArg::ArrayMeta => "array-meta",
+        }
+    }
+
+    /// What the inputs of a consolidation in this mode are, in the plural.
+    fn inputs(self) -> &'static str {
+        match self {
+            ModeArg::Fragments => "fragments",
+            ModeArg::Commits => "commit files",
+            ModeArg::FragmentMeta => "fragment footers",
+            ModeArg::ArrayMeta => "metadata files",
+        }
+    }
+}
+
+/// The options of `tessera consolidate`.
+#[derive(Debug, Args)]
+pub(crate) struct ConsolidateArgs {
+    /// What to consolidate.
+    #[arg(long, value_enum, default_value_t)]
+    mode: ModeArg,
+    /// Consolidate only what lies in the time range START:END (ms since the epoch), as
+    /// libtiledb's `sm.consolidation.timestamp_start` / `_end` (fragments and array-meta
+    /// modes; commits and fragment-meta always take everything, as in libtiledb).
+    #[arg(long, value_name = "START:END")]
+    between: Option<String>,
+    /// Drop deleted cells instead of keeping them with their delete metadata (fragments
+    /// mode; libtiledb's `sm.consolidation.purge_deleted_cells`).
+    #[arg(long)]
+    purge_deleted: bool,
+}
+
+/// The options of `tessera vacuum`.
+#[derive(Debug, Args)]
+pub(crate) struct VacuumArgs {
+    /// What to vacuum: what a consolidation in this mode made obsolete.
+    #[arg(long, value_enum, default_value_t)]
+    mode: ModeArg,
+}
+
+fn storage(array: &Path) -> Arc<dyn Storage> {
+    Arc::new(LocalStorage::new(array))
+}
+
+/// A progress bar on standard error when it is a terminal.
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    // Hidden until the first report gives the total.
+    let bar =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:40}] {pos}/{len} ({eta})")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    Some(bar)
+}
+
+/// `tessera consolidate ARRAY [--mode M] [--between S:E] [--purge-deleted]`.
+pub(crate) fn run_consolidate(array: &Path, args: &ConsolidateArgs) -> Result<()> {
+    let range = match &args.between {
+        None => None,
+        Some(b) => {
+            let (s, e) = b.split_once(':').context("--between expects START:END")?;
+            Some((
+                s.parse::<u64>().context("--between START")?,
+                e.parse::<u64>().context("--between END")?,
+            ))
+        }
+    };
+    let bar = progress_bar();
+    let mut options = Options { range, purge_deleted: args.purge_deleted, progress: None };
+    if let Some(bar) = &bar {
+        bar.set_message(format!("consolidating {}", args.mode.inputs()));
+        let bar = bar.clone();
+        options.progress = Some(Arc::new(move |done, total| {
+            if bar.is_hidden() {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            }
+            bar.set_length(total);
+            bar.set_position(done);
+        }));
+    }
+    let report = consolidate::consolidate(storage(array), args.mode.mode(), &options);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let report = report.with_context(|| array.display().to_string())?;
+    println!("{}", consolidate_summary(args.mode, &report));
+    Ok(())
+}
+
+fn consolidate_summary(mode: ModeArg, report: &Report) -> String {
+    match &report.output {
+        Some(out) => format!("consolidated {} {} into {out}", report.inputs.len(), mode.inputs()),
+        None => format!("nothing to consolidate (mode {})", mode.name()),
+    }
+}
+
+/// `tessera vacuum ARRAY [--mode M]`.
+pub(crate) fn run_vacuum(array: &Path, args: &VacuumArgs) -> Result<()> {
+    let report = consolidate::vacuum(storage(array).as_ref(), args.mode.mode())
+        .with_context(|| array.display().to_string())?;
+    let mut line = if report.inputs.is_empty() {
+        format!("nothing to vacuum (mode {})", args.mode.name())
+    } else {
+        let n = report.inputs.len();
+        format!(
+            "vacuumed {n} {} (mode {})",
+            if n == 1 { "file or folder" } else { "files and folders" },
+            args.mode.name()
+        )
+    };
+    if let Some(ign) = &report.output {
+        line.push_str(&format!("; wrote {ign}"));
+    }
+    println!("{line}");
+    Ok(())
+}
