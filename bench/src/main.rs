@@ -16,16 +16,45 @@
 //!  "queries": [{"ranges": [["rows", [[4500, 5499]]], ["cols", [[2500, 3499]]]]}]}
 //! ```
 //!
-//! * `op`: `read` (every query runs on one opened array, one after the other). Other ops
-//!   (`write`, `aggregate`, `consolidate`, …) are reserved for workloads Tessera cannot run
-//!   yet: the driver prints `{"unsupported": "..."}` and exits 0, and the orchestrator shows
-//!   the row without a Tessera time.
+//! * `op`: `read` (every query runs on one opened array, one after the other) or `write`
+//!   (below). Other ops (`aggregate`, `consolidate`, …) are reserved for workloads Tessera
+//!   cannot run yet: the driver prints `{"unsupported": "..."}` and exits 0, and the
+//!   orchestrator shows the row without a Tessera time.
 //! * `open_in_timer`: whether opening the array is timed (else only the queries are).
 //! * `layout`: `row-major`, `col-major`, `global` or `unordered` (absent: the engine's
 //!   default). `dims` / `attrs`: the fields returned (dimensions first).
 //! * `ranges`: per dimension, in order, a list of inclusive `[low, high]` ranges (integers,
 //!   floats or strings); several ranges on one dimension make a multi-range subarray; a
 //!   dimension not listed gets the non-empty domain.
+//!
+//! A `write` spec writes input files into a fresh array as one fragment:
+//!
+//! ```json
+//! {"workload": "strings_write", "op": "write", "array": "/abs/path/to/dataset/array",
+//!  "scratch": "/abs/target/bench/scratch/strings_write", "layout": "row-major",
+//!  "timestamp": 1, "ranges": [["i", [[0, 4999999]]]],
+//!  "columns": [{"name": "s", "data": "/abs/s.data", "offsets": "/abs/s.offsets"}],
+//!  "checksum_field": "s"}
+//! ```
+//!
+//! * `array`: the array whose schema is copied (never written); each engine creates an empty
+//!   array with that schema at `<scratch>/<engine>` (here `<scratch>/tessera`; one left over
+//!   is deleted first).
+//! * `columns`: every field the write needs (sparse: the dimensions too), each a file of
+//!   little-endian values of the field's type (`data`), plus for var-sized fields a file of
+//!   u64 start offsets, one per cell (`offsets`).
+//! * `layout`: the order of the cells (`row-major`, `col-major`, `global`, `unordered`;
+//!   absent: row-major for dense arrays, unordered for sparse ones); `ranges`: a dense write's
+//!   subarray, one `[low, high]` per dimension (a dimension not listed: its whole domain);
+//!   `timestamp`: the fragment's timestamp (ms; absent: now).
+//!
+//! Creating the array and loading the inputs are not timed; the time covers opening the array,
+//! the write (`submit`, which syncs every file it writes) and closing it. Then (not timed)
+//! the array is read back whole, `checksum_field` only, for `cells` and `checksum` as a
+//! `read` computes them, and deleted. `setup_peak_rss_mb` is the peak RSS once the inputs
+//! are loaded, `peak_rss_mb` at the end of the write (the orchestrator reports this one for
+//! writes), `process_peak_rss_mb` at the end (read-back included); `verify_seconds` is the
+//! read-back's time.
 //!
 //! The output (one line on standard output):
 //!
@@ -46,15 +75,17 @@
 
 use std::fs;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::json;
-use tessera::Layout;
 use tessera::layers::query::{Column, ReadResult};
+use tessera::layers::types::CELL_VAL_NUM_VAR;
+use tessera::{Array, ArraySchema, Layout, LocalStorage};
 
 /// One workload run, as the orchestrator writes it.
 #[derive(Debug, Deserialize)]
@@ -73,6 +104,27 @@ struct Spec {
     checksum_field: String,
     #[serde(default)]
     queries: Vec<QuerySpec>,
+    /// `write`: the folder of the array written (`<scratch>/tessera`).
+    #[serde(default)]
+    scratch: Option<PathBuf>,
+    /// `write`: the dense subarray.
+    #[serde(default)]
+    ranges: Vec<(String, Vec<(Bound, Bound)>)>,
+    /// `write`: the fragment's timestamp.
+    #[serde(default)]
+    timestamp: Option<u64>,
+    /// `write`: the input files.
+    #[serde(default)]
+    columns: Vec<ColumnSpec>,
+}
+
+/// One field's input files of a `write`.
+#[derive(Debug, Deserialize)]
+struct ColumnSpec {
+    name: String,
+    data: PathBuf,
+    #[serde(default)]
+    offsets: Option<PathBuf>,
 }
 
 /// One query: the ranges of each dimension, in order.
@@ -178,6 +230,7 @@ fn real_main() -> Result<()> {
     let spec: Spec = serde_json::from_str(&text).context("parsing the workload spec")?;
     let out = match spec.op.as_str() {
         "read" => run_read(&spec)?,
+        "write" => run_write(&spec)?,
         other => json!({
             "engine": "tessera",
             "workload": spec.workload,
@@ -188,8 +241,31 @@ fn real_main() -> Result<()> {
     Ok(())
 }
 
+/// What the queries of a `read` spec gave.
+struct ReadOutcome {
+    seconds: f64,
+    cells: u64,
+    checksum: Checksum,
+    setup_rss: Option<f64>,
+}
+
 /// Opens the array and runs every query of a `read` spec.
 fn run_read(spec: &Spec) -> Result<serde_json::Value> {
+    let out = read_all(spec)?;
+    Ok(json!({
+        "engine": "tessera",
+        "workload": spec.workload,
+        "seconds": out.seconds,
+        "cells": out.cells,
+        "checksum": [out.checksum.sum, out.checksum.bytes, out.checksum.len_sq],
+        "queries": spec.queries.len(),
+        "setup_peak_rss_mb": out.setup_rss,
+        "peak_rss_mb": peak_rss_mb(),
+    }))
+}
+
+/// Runs the queries of a `read` spec on its array (opened once).
+fn read_all(spec: &Spec) -> Result<ReadOutcome> {
     let layout = spec
         .layout
         .as_deref()
@@ -214,16 +290,131 @@ fn run_read(spec: &Spec) -> Result<serde_json::Value> {
         timed += start.elapsed();
         account(&result, &spec.checksum_field, &mut cells, &mut checksum)?;
     }
+    Ok(ReadOutcome { seconds: timed.as_secs_f64(), cells, checksum, setup_rss })
+}
+
+/// Creates a fresh array with the schema of the spec's `array` at `<scratch>/tessera`,
+/// writes the input files into it as one fragment (timed: open, submit, close), reads it
+/// back for the cell count and checksum, and deletes it.
+fn run_write(spec: &Spec) -> Result<serde_json::Value> {
+    let scratch = spec.scratch.as_ref().context("a write spec needs \"scratch\"")?;
+    let target = scratch.join("tessera");
+    remove_dir(&target)?;
+    let source =
+        tessera::open(&spec.array).with_context(|| format!("opening {}", spec.array.display()))?;
+    let storage = Arc::new(LocalStorage::new(&target));
+    Array::create(storage, source.schema(), source.enumerations())
+        .with_context(|| format!("creating {}", target.display()))?;
+    let columns =
+        spec.columns.iter().map(|c| load_column(source.schema(), c)).collect::<Result<Vec<_>>>()?;
+    drop(source);
+    let layout = spec
+        .layout
+        .as_deref()
+        .map(Layout::from_name)
+        .transpose()
+        .with_context(|| format!("layout {:?}", spec.layout))?;
+    let setup_rss = peak_rss_mb();
+
+    let start = Instant::now();
+    let array = tessera::open(&target).with_context(|| format!("opening {}", target.display()))?;
+    let mut write = array.write();
+    if let Some(layout) = layout {
+        write = write.layout(layout);
+    }
+    if let Some(ms) = spec.timestamp {
+        write = write.timestamp(ms);
+    }
+    for (dim, ranges) in &spec.ranges {
+        let [(lo, hi)] = ranges.as_slice() else {
+            bail!("a write takes one range on {dim:?}, not {}", ranges.len());
+        };
+        write = match (lo, hi) {
+            (Bound::Int(lo), Bound::Int(hi)) => write.range_i64(dim, *lo, *hi),
+            (Bound::UInt(lo), Bound::UInt(hi)) => write.range_u64(dim, *lo, *hi),
+            _ => bail!("the range on {dim:?} of a write must be integers"),
+        };
+    }
+    for column in columns {
+        write = write.column(column);
+    }
+    write.submit().with_context(|| format!("writing {}", target.display()))?;
+    drop(array);
+    let seconds = start.elapsed().as_secs_f64();
+    let write_rss = peak_rss_mb();
+
+    // Read back what was written (not timed).
+    let start = Instant::now();
+    let check = read_all(&Spec {
+        workload: spec.workload.clone(),
+        op: "read".into(),
+        array: target.clone(),
+        open_in_timer: false,
+        layout: None,
+        dims: Vec::new(),
+        attrs: vec![spec.checksum_field.clone()],
+        checksum_field: spec.checksum_field.clone(),
+        queries: vec![QuerySpec { ranges: Vec::new() }],
+        scratch: None,
+        ranges: Vec::new(),
+        timestamp: None,
+        columns: Vec::new(),
+    })?;
+    let verify_seconds = start.elapsed().as_secs_f64();
+    remove_dir(&target)?;
     Ok(json!({
         "engine": "tessera",
         "workload": spec.workload,
-        "seconds": timed.as_secs_f64(),
-        "cells": cells,
-        "checksum": [checksum.sum, checksum.bytes, checksum.len_sq],
-        "queries": spec.queries.len(),
+        "seconds": seconds,
+        "cells": check.cells,
+        "checksum": [check.checksum.sum, check.checksum.bytes, check.checksum.len_sq],
+        "verify_seconds": verify_seconds,
         "setup_peak_rss_mb": setup_rss,
-        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_mb": write_rss,
+        "process_peak_rss_mb": peak_rss_mb(),
     }))
+}
+
+/// Deletes a folder and everything in it, if it is there.
+fn remove_dir(path: &Path) -> Result<()> {
+    match fs::remove_dir_all(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("deleting {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// One field's input files as a write column of the field's type.
+fn load_column(schema: &ArraySchema, spec: &ColumnSpec) -> Result<Column> {
+    let (datatype, cell_val_num) =
+        if let Some(a) = schema.attributes.iter().find(|a| a.name == spec.name) {
+            if a.nullable {
+                bail!("{:?}: nullable attributes are not supported by write specs", spec.name);
+            }
+            (a.datatype, a.cell_val_num)
+        } else if let Some(d) = schema.dimensions.iter().find(|d| d.name == spec.name) {
+            (d.datatype, d.cell_val_num)
+        } else {
+            bail!("the schema has no field {:?}", spec.name);
+        };
+    let read = |p: &Path| fs::read(p).with_context(|| format!("reading {}", p.display()));
+    let data = read(&spec.data)?;
+    let offsets = if cell_val_num == CELL_VAL_NUM_VAR {
+        let path = spec
+            .offsets
+            .as_ref()
+            .with_context(|| format!("{:?} is var-sized: it needs \"offsets\"", spec.name))?;
+        let bytes = read(path)?;
+        let offsets: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect();
+        Some(offsets)
+    } else {
+        None
+    };
+    Ok(Column { name: spec.name.clone(), datatype, cell_val_num, data, offsets, validity: None })
 }
 
 /// The Tessera read for one query of the spec.

@@ -1,10 +1,17 @@
-"""The benchmark arrays, written by libtiledb (tiledb-py) with fixed seeds.
+"""The benchmark arrays, written by libtiledb (tiledb-py) with fixed seeds, and the inputs of
+the write workloads.
 
 Each dataset lives in ``<data>/<name>-<key>/array`` where ``key`` hashes the dataset's
 parameters and ``GENERATOR_VERSION``: changing either gives a new folder (the old one can be
 deleted by hand). A dataset is complete when its ``dataset.json`` exists (written last); an
 incomplete folder is deleted and generated again. Nothing here is ever committed: the data
 folder is under ``target/``.
+
+The write workloads' inputs (``INPUTS``) live the same way in ``<inputs>/<name>-<key>/``,
+complete when ``inputs.json`` exists: raw little-endian files (numpy ``.tofile``), one per
+field (``<field>.data``; var-sized fields also ``<field>.offsets``, u64 start offsets, one per
+cell), from fixed seeds, with the cell count and the checksum (run_tiledb.checksum) of the
+field the workload checks, which both engines' arrays must hold after the write.
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ from typing import Callable
 
 import numpy as np
 import tiledb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_tiledb import checksum  # noqa: E402
 
 # Bump when a generator changes in a way its parameters do not show.
 GENERATOR_VERSION = 1
@@ -232,6 +242,142 @@ DATASETS = {
         Dataset("strings", "dense 1-D var-sized UTF-8 strings", strings_params, gen_strings),
         Dataset("fragments", "dense 1-D int32 written as many small fragments",
                 fragments_params, gen_fragments),
+    ]
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The write workloads' inputs: the cells each engine writes into a fresh array (with the schema
+# of the dataset of the same kind), as raw little-endian files.
+
+INPUTS_STAMP = "inputs.json"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    name: str
+    description: str
+    # params(quick) -> the parameters of the inputs to generate
+    params: Callable[[bool], dict]
+    # generate(folder, params) -> {"files": {field: {"data": file, "offsets": file?}},
+    #                              "cells": n, "checksum_field": f, "checksum": [...], ...}
+    generate: Callable[[Path, dict], dict]
+
+
+def ensure_inputs(base: Path, inp: Inputs, quick: bool, regenerate: bool = False) -> dict:
+    """Generate the inputs unless complete ones are there; return their inputs.json (file
+    names made absolute)."""
+    params = inp.params(quick)
+    blob = json.dumps({"v": GENERATOR_VERSION, "name": inp.name, "params": params},
+                      sort_keys=True)
+    folder = base / f"{inp.name}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+    stamp = folder / INPUTS_STAMP
+    if stamp.is_file() and not regenerate:
+        info = json.loads(stamp.read_text())
+    else:
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        print(f"bench: generating the inputs {inp.name} ({inp.description}; {params}) ...",
+              flush=True)
+        t0 = time.perf_counter()
+        facts = inp.generate(folder, params)
+        took = time.perf_counter() - t0
+        size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+        info = {
+            "name": inp.name,
+            "folder": str(folder),
+            "params": params,
+            "generator_version": GENERATOR_VERSION,
+            "bytes_on_disk": size,
+            "generate_seconds": round(took, 2),
+            **facts,
+        }
+        stamp.write_text(json.dumps(info, indent=1) + "\n")
+        print(f"bench: generated {inp.name} in {took:.1f} s ({size / 2**20:.0f} MiB)",
+              flush=True)
+    info["files"] = {
+        f: {k: str(folder / v) for k, v in files.items()} for f, files in info["files"].items()
+    }
+    return info
+
+
+def _inputs_facts(files: dict, cells: int, field: str, data: np.ndarray,
+                  offsets: np.ndarray | None = None) -> dict:
+    cs = checksum(data, offsets, 0 if offsets is not None else data.dtype.itemsize)
+    return {"files": files, "cells": int(cells), "checksum_field": field, "checksum": cs}
+
+
+def dense_inputs_params(quick: bool) -> dict:
+    # The dense datasets' size, other values (same distribution).
+    return {"n": dense_params(None)(quick)["n"], "seed": 11}
+
+
+def gen_dense_inputs(folder: Path, p: dict) -> dict:
+    # n x n int32 in row-major order of the whole domain.
+    n = p["n"]
+    a = np.random.default_rng(p["seed"]).integers(-1000, 1000, size=n * n, dtype=np.int32)
+    a.tofile(folder / "a.data")
+    return _inputs_facts({"a": {"data": "a.data"}}, n * n, "a", a)
+
+
+def sparse_inputs_params(quick: bool) -> dict:
+    sp = sparse_params(quick)
+    return {"points": sp["points"], "domain": sp["domain"], "seed": 12}
+
+
+def gen_sparse_inputs(folder: Path, p: dict) -> dict:
+    # `points` distinct random points of [0, d)^2 in random order (the schema forbids
+    # duplicates: a few more are drawn, the repeats dropped, the first `points` kept), and a
+    # float64 uniform in [0, 1) for each.
+    n, d = p["points"], p["domain"]
+    rng = np.random.default_rng(p["seed"])
+    extra = n // 1000 + 16
+    x = rng.integers(0, d, size=n + extra, dtype=np.int64)
+    y = rng.integers(0, d, size=n + extra, dtype=np.int64)
+    _, first = np.unique(x * d + y, return_index=True)
+    first.sort()
+    if len(first) < n:
+        raise RuntimeError(f"only {len(first)} distinct points of {n}")
+    first = first[:n]
+    x, y = x[first], y[first]
+    a = rng.random(n)
+    x.tofile(folder / "x.data")
+    y.tofile(folder / "y.data")
+    a.tofile(folder / "a.data")
+    files = {"x": {"data": "x.data"}, "y": {"data": "y.data"}, "a": {"data": "a.data"}}
+    return _inputs_facts(files, n, "a", a)
+
+
+def strings_inputs_params(quick: bool) -> dict:
+    sp = strings_params(quick)
+    return {"n": sp["n"], "max_len": sp["max_len"], "seed": 13}
+
+
+def gen_strings_inputs(folder: Path, p: dict) -> dict:
+    # n lowercase ASCII strings, lengths uniform in [0, max_len], as the strings dataset.
+    n = p["n"]
+    rng = np.random.default_rng(p["seed"])
+    lens = rng.integers(0, p["max_len"] + 1, size=n).astype(np.uint64)
+    offsets = (np.cumsum(lens) - lens).astype(np.uint64)
+    total = int(lens.sum())
+    chars = rng.integers(ord("a"), ord("z") + 1, size=total, dtype=np.uint8)
+    chars.tofile(folder / "s.data")
+    offsets.tofile(folder / "s.offsets")
+    facts = _inputs_facts({"s": {"data": "s.data", "offsets": "s.offsets"}}, n, "s", chars,
+                          offsets)
+    return {**facts, "string_bytes": total}
+
+
+INPUTS = {
+    inp.name: inp
+    for inp in [
+        Inputs("dense_int32", "n x n int32 cells, row-major", dense_inputs_params,
+               gen_dense_inputs),
+        Inputs("sparse_points", "distinct random int64 2-D points, unordered, float64 values",
+               sparse_inputs_params, gen_sparse_inputs),
+        Inputs("strings", "var-sized lowercase ASCII strings, data + u64 offsets",
+               strings_inputs_params, gen_strings_inputs),
     ]
 }
 

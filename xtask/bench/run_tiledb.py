@@ -1,19 +1,25 @@
 """`python run_tiledb.py SPEC.json`: the libtiledb half of `cargo xtask bench`.
 
 Runs one workload spec (the format is documented in bench/src/main.rs, the Tessera half) with
-libtiledb through tiledb-py's low-level query (``tiledb.main.PyQuery``: the object tiledb-py's
-own ``array[...]`` uses, which estimates the result size, allocates numpy buffers, submits
-and resubmits on incomplete results), timed around ``submit()`` only, so that no Python
-object building is timed: results stay raw numpy buffers (values, and offsets for var-sized
-fields). Prints one JSON line: the same fields as the Tessera driver, with the same
+libtiledb. Reads go through tiledb-py's low-level query (``tiledb.main.PyQuery``: the object
+tiledb-py's own ``array[...]`` uses, which estimates the result size, allocates numpy buffers,
+submits and resubmits on incomplete results), timed around ``submit()`` only, so that no
+Python object building is timed: results stay raw numpy buffers (values, and offsets for
+var-sized fields). Writes go through the query tiledb-py's own ``A[...] = values`` submits
+(``tiledb.libtiledb.Query``, ``QueryType.WRITE``), given the input files as numpy buffers
+(values, and u64 offsets for var-sized fields, so no Python strings are built or converted),
+timed around ``tiledb.open(uri, "w", timestamp=...)``, ``submit()``, ``finalize()`` and
+closing the array. Prints one JSON line: the same fields as the Tessera driver, with the same
 order-independent checksum.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import tiledb
@@ -134,6 +140,88 @@ def run_read(spec: dict) -> dict:
     }
 
 
+def load_column(schema: tiledb.ArraySchema, col: dict) -> tuple:
+    """(data, offsets or None) of one input column, as numpy arrays of the field's type."""
+    name = col["name"]
+    is_var, _ = field_info(schema, name)
+    if is_var:
+        return (np.fromfile(col["data"], dtype=np.uint8),
+                np.fromfile(col["offsets"], dtype="<u8"))
+    f = schema.attr(name) if schema.has_attr(name) else schema.domain.dim(name)
+    if schema.has_attr(name) and f.ncells != 1:
+        raise SystemExit(f"run_tiledb.py: {name!r}: only one value per cell is supported")
+    return np.fromfile(col["data"], dtype=np.dtype(f.dtype).newbyteorder("<")), None
+
+
+def run_write(spec: dict) -> dict:
+    """Creates a fresh array with the schema of spec["array"] at <scratch>/libtiledb, writes
+    the input files into it as one fragment (timed: open, submit, finalize, close), reads it
+    back for the cell count and checksum, and deletes it."""
+    target = Path(spec["scratch"]) / "libtiledb"
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    ctx = tiledb.Ctx()
+    schema = tiledb.ArraySchema.load(spec["array"], ctx=ctx)
+    tiledb.Array.create(str(target), schema, ctx=ctx)
+    columns = {c["name"]: load_column(schema, c) for c in spec["columns"]}
+    layout = LAYOUTS[spec["layout"]] if spec.get("layout") else (
+        lt.LayoutType.UNORDERED if schema.sparse else lt.LayoutType.ROW_MAJOR)
+    dim_index = {schema.domain.dim(i).name: i for i in range(schema.domain.ndim)}
+    setup_rss = peak_rss_mb()
+
+    t0 = time.perf_counter()
+    with tiledb.open(str(target), mode="w", timestamp=spec.get("timestamp"), ctx=ctx) as A:
+        q = lt.Query(lt.Context(A.ctx), A.array, lt.QueryType.WRITE)
+        q.layout = layout
+        if not schema.sparse:
+            sub = tiledb.Subarray(A, ctx=ctx)
+            for dim, ranges in spec.get("ranges", []):
+                for lo, hi in ranges:
+                    sub.add_dim_range(dim_index[dim], (lo, hi))
+            q.set_subarray(sub)
+        for name, (data, offsets) in columns.items():
+            q.set_data_buffer(name, data, data.size)
+            if offsets is not None:
+                q.set_offsets_buffer(name, offsets, offsets.size)
+        q._submit()
+        q.finalize()
+        del q
+    seconds = time.perf_counter() - t0
+    write_rss = peak_rss_mb()
+    del columns
+
+    # Read back what was written (not timed): the non-empty domain (dense reads need a
+    # subarray).
+    t0 = time.perf_counter()
+    with tiledb.open(str(target), mode="r", ctx=ctx) as A:
+        ned = A.nonempty_domain()
+        names = [schema.domain.dim(i).name for i in range(schema.domain.ndim)]
+        ranges = [[name, [[lo, hi]]] for name, (lo, hi) in zip(names, ned)]
+    check = run_read({
+        "workload": spec["workload"],
+        "array": str(target),
+        "layout": None,
+        "dims": [],
+        "attrs": [spec["checksum_field"]],
+        "checksum_field": spec["checksum_field"],
+        "queries": [{"ranges": ranges}],
+    })
+    verify_seconds = time.perf_counter() - t0
+    shutil.rmtree(target)
+    return {
+        "engine": "libtiledb",
+        "workload": spec["workload"],
+        "seconds": seconds,
+        "cells": check["cells"],
+        "checksum": check["checksum"],
+        "verify_seconds": verify_seconds,
+        "setup_peak_rss_mb": setup_rss,
+        "peak_rss_mb": write_rss,
+        "process_peak_rss_mb": peak_rss_mb(),
+    }
+
+
 def main() -> None:
     if len(sys.argv) != 2:
         sys.exit("usage: run_tiledb.py SPEC.json")
@@ -142,6 +230,8 @@ def main() -> None:
     op = spec["op"]
     if op == "read":
         out = run_read(spec)
+    elif op == "write":
+        out = run_write(spec)
     else:
         out = {
             "engine": "libtiledb",
