@@ -53,6 +53,6 @@ pub use roles::{
     EncodedVarTile, OFFSETS_CELL_SIZE, TileCodec, TileRole, VALIDITY_CELL_SIZE, VarTileCodec,
 };
 pub use tile::{
-    VarTile, decode_framed, decode_framed_into, decode_string_tile, decode_tile, decode_tile_exact,
-    encode_string_tile, encode_tile,
+    VarTile, decode_framed, decode_framed_into, decode_framed_sequential, decode_string_tile,
+    decode_tile, decode_tile_exact, decode_tile_exact_sequential, encode_string_tile, encode_tile,
 };

@@ -8,8 +8,9 @@ use tessera_types::{CELL_VAL_NUM_VAR, Datatype};
 use crate::chunking::{Split, use_tile_chunking, validate_offsets};
 use crate::framing::STRING_PATH_OFFSETS_TILE;
 use crate::tile::{
-    VarTile, check_len, decode_string_tile, decode_tile, decode_tile_exact, encode_string_tile,
-    encode_tile, layout_of, offsets_from_bytes, offsets_to_bytes,
+    VarTile, check_len, decode_string_tile, decode_tile, decode_tile_exact,
+    decode_tile_exact_sequential, encode_string_tile, encode_tile, layout_of, offsets_from_bytes,
+    offsets_to_bytes,
 };
 use crate::{Error, Result};
 
@@ -183,6 +184,15 @@ impl TileCodec {
         decode_tile_exact(&self.codec, tile, expected_len)
     }
 
+    /// [`Self::decode_exact`] with the chunks decoded one after the other (nothing zeroed or
+    /// copied): for callers that already decode many tiles in parallel.
+    ///
+    /// # Errors
+    /// As [`Self::decode_exact`].
+    pub fn decode_exact_sequential(&self, tile: &[u8], expected_len: u64) -> Result<Vec<u8>> {
+        decode_tile_exact_sequential(&self.codec, tile, expected_len)
+    }
+
     /// Encodes an offsets tile from the cells' start offsets.
     ///
     /// # Errors
@@ -306,6 +316,22 @@ impl VarTileCodec {
         cell_count: u64,
         data_len: u64,
     ) -> Result<VarTile> {
+        self.decode_exact_with(offsets_tile, data_tile, cell_count, data_len, false)
+    }
+
+    /// [`Self::decode_exact`]; with `sequential`, the two tiles and their chunks are decoded
+    /// one after the other on this thread (for callers that decode many tiles in parallel).
+    ///
+    /// # Errors
+    /// As [`Self::decode_exact`].
+    pub fn decode_exact_with(
+        &self,
+        offsets_tile: &[u8],
+        data_tile: &[u8],
+        cell_count: u64,
+        data_len: u64,
+        sequential: bool,
+    ) -> Result<VarTile> {
         check_len("var data tile", data_len, layout_of(data_tile)?.orig_len())?;
         if !self.is_string_path() {
             let offsets_len = cell_count.checked_mul(OFFSETS_CELL_SIZE).ok_or_else(|| {
@@ -313,7 +339,19 @@ impl VarTileCodec {
             })?;
             check_len("offsets tile", offsets_len, layout_of(offsets_tile)?.orig_len())?;
         }
-        let tile = self.decode(offsets_tile, data_tile)?;
+        let tile = if sequential && !self.is_string_path() {
+            let offsets = offsets_from_bytes(&decode_tile_exact_sequential(
+                &self.offsets.codec,
+                offsets_tile,
+                cell_count * OFFSETS_CELL_SIZE,
+            )?)?;
+            let data = decode_tile_exact_sequential(&self.data.codec, data_tile, data_len)?;
+            let tile = VarTile { offsets, data };
+            validate_offsets(&tile.offsets, tile.data.len() as u64, "offsets tile")?;
+            tile
+        } else {
+            self.decode(offsets_tile, data_tile)?
+        };
         check_len("var tile cell count", cell_count, tile.offsets.len() as u64)?;
         Ok(tile)
     }

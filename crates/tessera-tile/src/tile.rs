@@ -104,6 +104,37 @@ pub fn decode_tile_exact(codec: &PipelineCodec, tile: &[u8], expected_len: u64) 
     decode_framed(codec, &framed)
 }
 
+/// [`decode_tile_exact`] decoding the chunks one after the other into one buffer (nothing
+/// zeroed, nothing copied), for callers that already decode many tiles in parallel.
+///
+/// # Errors
+/// As [`decode_tile_exact`].
+pub fn decode_tile_exact_sequential(
+    codec: &PipelineCodec,
+    tile: &[u8],
+    expected_len: u64,
+) -> Result<Vec<u8>> {
+    let framed = FramedTile::parse(tile)?;
+    check_len("tile", expected_len, framed.orig_len())?;
+    decode_framed_sequential(codec, &framed)
+}
+
+/// Decodes an already parsed tile chunk after chunk, each appended to one buffer.
+///
+/// # Errors
+/// As [`decode_tile`].
+pub fn decode_framed_sequential<B: AsRef<[u8]>>(
+    codec: &PipelineCodec,
+    framed: &FramedTile<B>,
+) -> Result<Vec<u8>> {
+    let mut out = try_alloc(framed.orig_len(), "unfiltered tile")?;
+    let mut scratch = Scratch::default();
+    for c in framed.iter() {
+        decode_one(codec, c.info, c.metadata, c.data, &mut out, &mut scratch)?;
+    }
+    Ok(out)
+}
+
 /// Decodes an already parsed tile into a new vector (see [`decode_tile`]).
 ///
 /// # Errors

@@ -94,9 +94,7 @@ pub(crate) fn compress(level: i32, src: &[u8], dst: &mut Vec<u8>) -> Result<()> 
 #[cfg(feature = "zstd")]
 pub(crate) fn decompress(src: &[u8], orig: usize, dst: &mut Vec<u8>) -> Result<()> {
     use tessera_types::FilterType;
-    use zstd::zstd_safe::{InBuffer, OutBuffer};
 
-    use super::compression::{Step, stream_into};
     use crate::Error;
 
     // A frame that states another content size is corrupt before anything is allocated.
@@ -108,20 +106,72 @@ pub(crate) fn decompress(src: &[u8], orig: usize, dst: &mut Vec<u8>) -> Result<(
             format!("frame content size {size} differs from the declared {orig} bytes"),
         ));
     }
-    contexts::with_dctx(|dctx| {
-        let mut pos = 0usize;
-        stream_into(FilterType::Zstd, src.len(), orig, dst, |out| {
-            let mut input = InBuffer { src, pos };
-            let mut output = OutBuffer::around(out);
-            let hint = dctx
-                .decompress_stream(&mut output, &mut input)
-                .map_err(|e| Error::corrupt(FilterType::Zstd, contexts::error_name(e)))?;
-            let written = output.pos();
-            let consumed = input.pos != pos;
-            pos = input.pos;
-            Ok(Step { written, consumed, done: hint == 0 && pos == src.len() })
-        })
-    })
+    let start = dst.len();
+    let res = contexts::with_dctx(|dctx| decompress_into_capacity(dctx, src, orig, dst));
+    if res.is_err() {
+        dst.truncate(start);
+    }
+    res
+}
+
+/// Streams the frame(s) `src` into the spare capacity of `dst` (no zeroing, no copy), in
+/// windows that grow from a size bounded by the compressed length, so a corrupt chunk that
+/// announces a huge length does not allocate it before decoding shows it is real.
+#[cfg(feature = "zstd")]
+fn decompress_into_capacity(
+    dctx: &mut zstd::zstd_safe::DCtx<'static>,
+    src: &[u8],
+    orig: usize,
+    dst: &mut Vec<u8>,
+) -> Result<()> {
+    use tessera_types::FilterType;
+    use zstd::zstd_safe::{InBuffer, OutBuffer};
+
+    use crate::Error;
+
+    const MIN_WINDOW: usize = 1 << 18;
+    let corrupt = |m: String| Error::corrupt(FilterType::Zstd, m);
+    let start = dst.len();
+    // One byte past `orig` lets a stream that is too long show itself.
+    let limit = orig.saturating_add(1);
+    let mut window = limit.min(src.len().saturating_mul(8).max(MIN_WINDOW));
+    let mut input = InBuffer { src, pos: 0 };
+    loop {
+        let filled = dst.len() - start;
+        if filled >= window {
+            window = limit.min(window.saturating_mul(2));
+        }
+        let want = start + window;
+        if dst.capacity() < want {
+            let extra = want - dst.len();
+            dst.try_reserve_exact(extra)
+                .map_err(|_| corrupt(format!("cannot allocate {extra} bytes for the output")))?;
+        }
+        let consumed_before = input.pos;
+        let pos = dst.len();
+        let mut output = OutBuffer::around_pos(dst, pos);
+        let hint = dctx
+            .decompress_stream(&mut output, &mut input)
+            .map_err(|e| corrupt(contexts::error_name(e).to_string()))?;
+        drop(output);
+        let written = dst.len() - pos;
+        let filled = dst.len() - start;
+        if filled > orig {
+            return Err(corrupt(format!("stream decodes to more than the declared {orig} bytes")));
+        }
+        if hint == 0 && input.pos == src.len() {
+            return if filled == orig {
+                Ok(())
+            } else {
+                Err(corrupt(format!(
+                    "stream decodes to {filled} bytes instead of the declared {orig}"
+                )))
+            };
+        }
+        if written == 0 && input.pos == consumed_before && dst.len() < dst.capacity() {
+            return Err(corrupt(format!("stream is truncated after {filled} of {orig} bytes")));
+        }
+    }
 }
 
 /// Stand-in when the `zstd` feature is off ([`super::compression::build`] refuses first).

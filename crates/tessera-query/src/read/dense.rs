@@ -38,7 +38,9 @@ use crate::read::column::{FILL, OutField, Run, Source, copy_runs};
 use crate::read::order::{int_value, push_int};
 use crate::read::stats::FieldMeta;
 use crate::read::subarray::Subarray;
-use crate::read::tiles::{DecodedTile, FieldReader, QField, TileCells, TileJob, load_tiles};
+use crate::read::tiles::{
+    DecodedTile, FieldReader, QField, TileCells, TileJob, load_tiles, load_tiles_with,
+};
 use crate::result::{Column, ReadResult};
 use crate::{Error, Result};
 
@@ -514,6 +516,8 @@ impl<'a> DenseReader<'a> {
         fills.into_par_iter().for_each(|(i, dst)| fill(i, dst));
         let storage = self.array.storage().as_ref();
         let (cache, frags) = (&self.cache, &self.frags);
+        // Slots are decoded in parallel; with enough of them, each decodes its chunks in order.
+        let sequential = work.len() >= rayon::current_num_threads();
         let kept: Vec<Vec<(CacheKey, Arc<DecodedTile>)>> = work
             .into_par_iter()
             .enumerate()
@@ -532,7 +536,7 @@ impl<'a> DenseReader<'a> {
                         (Some(tile), _) => Some(tile.clone()),
                         (None, Some(Some(r))) => {
                             let job = TileJob { reader: r, tile: t, cells: frag.cells.get(t) };
-                            load_tiles(storage, &[job])?.pop()
+                            load_tiles_with(storage, &[job], sequential)?.pop()
                         }
                         (None, _) => None,
                     };

@@ -337,6 +337,21 @@ pub(crate) fn load_tiles(
     storage: &dyn Storage,
     jobs: &[TileJob<'_>],
 ) -> Result<Vec<Arc<DecodedTile>>> {
+    // With enough tiles to keep every worker busy, each tile decodes its chunks one after
+    // the other into one buffer; with few, their chunks are decoded in parallel.
+    load_tiles_with(storage, jobs, jobs.len() >= 2 * rayon::current_num_threads())
+}
+
+/// [`load_tiles`], decoding each tile's chunks one after the other (`sequential`: nothing
+/// zeroed or copied; for callers that already run many tiles in parallel) or in parallel.
+///
+/// # Errors
+/// As [`load_tiles`].
+pub(crate) fn load_tiles_with(
+    storage: &dyn Storage,
+    jobs: &[TileJob<'_>],
+    sequential: bool,
+) -> Result<Vec<Arc<DecodedTile>>> {
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
@@ -391,7 +406,9 @@ pub(crate) fn load_tiles(
         .par_iter()
         .map(|(path, parts)| {
             let ranges: Vec<Range<u64>> = parts.iter().map(|(_, _, r)| r.clone()).collect();
-            let bytes = storage.read_ranges(path, &ranges)?;
+            let bytes = storage
+                .read_ranges(path, &ranges)
+                .map_err(|e| crate::fragment::removed_or(e, path))?;
             Ok(parts.iter().zip(bytes).map(|((j, p, r), b)| (*j, *p, r.start, b)).collect())
         })
         .collect::<Result<_>>()?;
@@ -412,7 +429,9 @@ pub(crate) fn load_tiles(
     }
     jobs.par_iter()
         .zip(raw.into_par_iter())
-        .map(|(job, raw)| decode_job(job, raw.data, raw.var, raw.validity).map(Arc::new))
+        .map(|(job, raw)| {
+            decode_job(job, raw.data, raw.var, raw.validity, sequential).map(Arc::new)
+        })
         .collect()
 }
 
@@ -421,6 +440,7 @@ fn decode_job(
     data: Option<(u64, Bytes)>,
     var: Option<(u64, Bytes)>,
     validity: Option<(u64, Bytes)>,
+    sequential: bool,
 ) -> Result<DecodedTile> {
     let r = job.reader;
     let t = job.tile;
@@ -444,7 +464,7 @@ fn decode_job(
         Codec::Fixed { codec, cell_size } => {
             let expected = cells * cell_size;
             let err = tile_err(&r.data_file, dstart, dbytes.len());
-            let data = decode_fixed(codec, dbytes, expected).map_err(err)?;
+            let data = decode_fixed(codec, dbytes, expected, sequential).map_err(err)?;
             DecodedTile { data, offsets: None, validity: None, cell_size: *cell_size as usize }
         }
         Codec::Var(codec) => {
@@ -457,14 +477,19 @@ fn decode_job(
             if data_empty && !codec.is_string_path() {
                 // Borrow the values; decode only the offsets.
                 let oerr = tile_err(&r.data_file, dstart, dbytes.len());
-                let offsets =
-                    codec.offsets_codec().decode_exact(&dbytes, cells * 8).map_err(oerr)?;
+                let offsets = if sequential {
+                    codec.offsets_codec().decode_exact_sequential(&dbytes, cells * 8)
+                } else {
+                    codec.offsets_codec().decode_exact(&dbytes, cells * 8)
+                }
+                .map_err(oerr)?;
                 let offsets: Vec<u64> = offsets
                     .chunks_exact(8)
                     .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
                     .collect();
                 let verr = tile_err(&r.var_file, vstart, vbytes.len());
-                let data = decode_fixed(codec.data_codec(), vbytes, var_size).map_err(verr)?;
+                let data =
+                    decode_fixed(codec.data_codec(), vbytes, var_size, sequential).map_err(verr)?;
                 check_offsets(&offsets, data.len() as u64).map_err(|reason| Error::Corrupt {
                     file: r.data_file.clone(),
                     reason: format!("tile {t}: {reason}"),
@@ -472,7 +497,9 @@ fn decode_job(
                 DecodedTile { data, offsets: Some(offsets), validity: None, cell_size: 0 }
             } else {
                 let verr = tile_err(&r.var_file, vstart, vbytes.len());
-                let tile = codec.decode_exact(&dbytes, &vbytes, cells, var_size).map_err(verr)?;
+                let tile = codec
+                    .decode_exact_with(&dbytes, &vbytes, cells, var_size, sequential)
+                    .map_err(verr)?;
                 DecodedTile {
                     data: Bytes::from(tile.data),
                     offsets: Some(tile.offsets),
@@ -485,14 +512,19 @@ fn decode_job(
     if let Some(vcodec) = &r.validity {
         let (vstart, vbytes) = validity.ok_or_else(|| missing(&r.validity_file))?;
         let err = tile_err(&r.validity_file, vstart, vbytes.len());
-        out.validity = Some(decode_fixed(vcodec, vbytes, cells).map_err(err)?);
+        out.validity = Some(decode_fixed(vcodec, vbytes, cells, sequential).map_err(err)?);
     }
     Ok(out)
 }
 
 /// Decodes a tile to exactly `expected` bytes; a tile stored without filters in one chunk is
 /// returned as a slice of `bytes`.
-fn decode_fixed(codec: &TileCodec, bytes: Bytes, expected: u64) -> tessera_tile::Result<Bytes> {
+fn decode_fixed(
+    codec: &TileCodec,
+    bytes: Bytes,
+    expected: u64,
+    sequential: bool,
+) -> tessera_tile::Result<Bytes> {
     if codec.pipeline_codec().is_empty() {
         let framed = FramedTile::parse(bytes.clone())?;
         if framed.num_chunks() == 1
@@ -507,7 +539,11 @@ fn decode_fixed(codec: &TileCodec, bytes: Bytes, expected: u64) -> tessera_tile:
             return Ok(Bytes::new());
         }
     }
-    codec.decode_exact(&bytes, expected).map(Bytes::from)
+    if sequential {
+        codec.decode_exact_sequential(&bytes, expected).map(Bytes::from)
+    } else {
+        codec.decode_exact(&bytes, expected).map(Bytes::from)
+    }
 }
 
 fn check_offsets(offsets: &[u64], len: u64) -> std::result::Result<(), String> {
