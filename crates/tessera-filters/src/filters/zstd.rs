@@ -149,11 +149,11 @@ fn decompress_into_capacity(
         }
         let consumed_before = input.pos;
         let pos = dst.len();
-        let mut output = OutBuffer::around_pos(dst, pos);
-        let hint = dctx
-            .decompress_stream(&mut output, &mut input)
-            .map_err(|e| corrupt(contexts::error_name(e).to_string()))?;
-        drop(output);
+        let hint = {
+            let mut output = OutBuffer::around_pos(dst, pos);
+            dctx.decompress_stream(&mut output, &mut input)
+                .map_err(|e| corrupt(contexts::error_name(e).to_string()))?
+        };
         let written = dst.len() - pos;
         let filled = dst.len() - start;
         if filled > orig {
