@@ -132,6 +132,46 @@ trait Num: Primitive {
     /// Adds `self` to a running sum (raw 8 bytes) with libtiledb's saturation; returns
     /// `false` when the sum saturated (the slab loop stops).
     fn add_to(self, sum: &mut u64) -> bool;
+
+    /// Adds every little-endian value of `bytes` as [`Num::add_to`] would one by one;
+    /// returns `false` when the sum saturated.
+    fn add_all(bytes: &[u8], sum: &mut u64) -> bool {
+        bytes.chunks_exact(Self::SIZE).all(|c| Self::read_le(c).add_to(sum))
+    }
+}
+
+/// Values summed at once by the fast paths: a chunk of them cannot move a sum by more than
+/// `CHUNK << bits`, so while the running sum is that far from its limits no value of the
+/// chunk can saturate it and a plain (vectorised) sum is exact.
+const CHUNK: usize = 1 << 16;
+
+/// [`Num::add_all`] for signed types of at most 32 bits (summed as `i64`).
+fn add_all_small_signed<T: Num + Into<i64>>(bytes: &[u8], sum: &mut u64) -> bool {
+    let reach = (CHUNK as u64) << (8 * T::SIZE - 1);
+    for chunk in bytes.chunks(CHUNK * T::SIZE) {
+        let s = *sum as i64;
+        if s.unsigned_abs() <= i64::MAX as u64 - reach {
+            let part: i64 = chunk.chunks_exact(T::SIZE).map(|c| T::read_le(c).into()).sum();
+            *sum = (s + part) as u64;
+        } else if !chunk.chunks_exact(T::SIZE).all(|c| T::read_le(c).add_to(sum)) {
+            return false;
+        }
+    }
+    true
+}
+
+/// [`Num::add_all`] for unsigned types of at most 32 bits (summed as `u64`).
+fn add_all_small_unsigned<T: Num + Into<u64>>(bytes: &[u8], sum: &mut u64) -> bool {
+    let reach = (CHUNK as u64) << (8 * T::SIZE);
+    for chunk in bytes.chunks(CHUNK * T::SIZE) {
+        if *sum <= u64::MAX - reach {
+            let part: u64 = chunk.chunks_exact(T::SIZE).map(|c| T::read_le(c).into()).sum();
+            *sum += part;
+        } else if !chunk.chunks_exact(T::SIZE).all(|c| T::read_le(c).add_to(sum)) {
+            return false;
+        }
+    }
+    true
 }
 
 fn add_i64(sum: &mut u64, v: i64) -> bool {
@@ -168,19 +208,33 @@ fn add_f64(sum: &mut u64, v: f64) -> bool {
 }
 
 macro_rules! num {
-    ($($t:ty => $add:ident as $st:ty),*) => {$(
+    ($($t:ty => $add:ident as $st:ty $(, all: $all:ident)?);* $(;)?) => {$(
         impl Num for $t {
             const MAX: Self = <$t>::MAX;
             const LOWEST: Self = <$t>::MIN;
             fn add_to(self, sum: &mut u64) -> bool {
                 $add(sum, self as $st)
             }
+            $(
+                fn add_all(bytes: &[u8], sum: &mut u64) -> bool {
+                    $all::<$t>(bytes, sum)
+                }
+            )?
         }
     )*};
 }
-num!(i8 => add_i64 as i64, i16 => add_i64 as i64, i32 => add_i64 as i64, i64 => add_i64 as i64,
-     u8 => add_u64 as u64, u16 => add_u64 as u64, u32 => add_u64 as u64, u64 => add_u64 as u64,
-     f32 => add_f64 as f64, f64 => add_f64 as f64);
+num!(
+    i8 => add_i64 as i64, all: add_all_small_signed;
+    i16 => add_i64 as i64, all: add_all_small_signed;
+    i32 => add_i64 as i64, all: add_all_small_signed;
+    i64 => add_i64 as i64;
+    u8 => add_u64 as u64, all: add_all_small_unsigned;
+    u16 => add_u64 as u64, all: add_all_small_unsigned;
+    u32 => add_u64 as u64, all: add_all_small_unsigned;
+    u64 => add_u64 as u64;
+    f32 => add_f64 as f64;
+    f64 => add_f64 as f64;
+);
 
 fn check_input(field: &FieldInfo, tile: &TileData<'_>, slabs: &[Range<u64>]) -> Result<()> {
     let n = tile.cell_num;
@@ -325,21 +379,18 @@ impl Generator {
         let value = |c: usize| T::read_le(&tile.fixed[c * size..]);
         match tile.validity.filter(|_| self.nullable) {
             None => {
+                let bytes = &tile.fixed[start * size..end * size];
                 if self.has_min_max {
                     let (mut min, mut max) = self.num_state::<T>();
-                    for c in start..end {
-                        let v = value(c);
+                    for c in bytes.chunks_exact(size) {
+                        let v = T::read_le(c);
                         min = if min < v { min } else { v };
                         max = if max > v { max } else { v };
                     }
                     self.set_num_state(min, max);
                 }
                 if self.has_sum {
-                    for c in start..end {
-                        if !value(c).add_to(&mut self.sum) {
-                            break;
-                        }
-                    }
+                    T::add_all(bytes, &mut self.sum);
                 }
             }
             Some(validity) => {
@@ -1000,6 +1051,43 @@ fn fold_var(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The chunked sums agree with libtiledb's value-by-value rule, saturation included.
+    #[test]
+    fn chunked_sums_equal_value_by_value_sums() {
+        fn check<T: Num>(values: &[T], start: u64) {
+            let mut bytes = Vec::new();
+            for v in values {
+                v.write_le(&mut bytes);
+            }
+            let (mut fast, mut slow) = (start, start);
+            let a = T::add_all(&bytes, &mut fast);
+            let b = bytes.chunks_exact(T::SIZE).all(|c| T::read_le(c).add_to(&mut slow));
+            assert_eq!((a, fast), (b, slow), "start {start:#x}");
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let n = 3 * CHUNK + 17;
+        let i32s: Vec<i32> = (0..n).map(|_| next() as i32).collect();
+        let i32_big: Vec<i32> = (0..n).map(|i| if i % 3 == 0 { i32::MIN } else { i32::MAX }).collect();
+        let u32s: Vec<u32> = (0..n).map(|_| next() as u32 | 0xf000_0000).collect();
+        let i8s: Vec<i8> = (0..n).map(|_| next() as i8).collect();
+        let u16s: Vec<u16> = (0..n).map(|_| next() as u16).collect();
+        for start in [0, i64::MAX as u64 - 5, (i64::MAX - (1 << 46)) as u64, i64::MIN as u64 + 3, (-5i64) as u64] {
+            check(&i32s, start);
+            check(&i32_big, start);
+            check(&i8s, start);
+        }
+        for start in [0, u64::MAX - 5, u64::MAX - (1 << 47), 1 << 40] {
+            check(&u32s, start);
+            check(&u16s, start);
+        }
+    }
 
     #[test]
     fn strncmp_is_unsigned_and_stops_at_nul() {
