@@ -35,7 +35,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod dense;
+pub(crate) mod dense;
 mod input;
 pub(crate) mod sink;
 mod sparse;
@@ -555,13 +555,9 @@ impl<'a> FragmentWrite<'a> {
         let schema = self.array.schema();
         let dims = dim_cells(schema, cells);
         check_bounds(schema, &dims)?;
-        let order = CellOrder::new(schema, dims.clone());
-        let perm = order.sorted();
-        if !schema.allows_duplicates
-            && let Some(k) = order.first_duplicate(&perm)
-        {
-            return Err(duplicate_error(schema, &dims, perm[k]));
-        }
+        let mut order = CellOrder::new(schema, dims.clone());
+        let perm =
+            order.sort(!schema.allows_duplicates).map_err(|i| duplicate_error(schema, &dims, i))?;
         drop(order);
         let capacity = schema.capacity.max(1) as usize;
         let bytes: usize =

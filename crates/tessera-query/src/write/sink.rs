@@ -54,8 +54,51 @@ enum Codec {
     Var(VarTileCodec),
 }
 
-/// One stored field: its codecs, its open files and what the metadata records of it.
-struct SinkField<'a> {
+/// What filtering a batch needs, borrowed apart from the files being appended to.
+struct Coder<'s> {
+    fields: &'s [SinkField],
+    dense: bool,
+    dims: &'s [DimType],
+    dim_fields: &'s [usize],
+}
+
+impl Coder<'_> {
+    /// Filters every field of `tiles` on the worker threads, and computes their MBRs.
+    fn encode(&self, tiles: &[Tile]) -> EncodedBatch {
+        let jobs: Vec<(usize, usize)> =
+            (0..tiles.len()).flat_map(|t| (0..self.fields.len()).map(move |f| (t, f))).collect();
+        let fields = &self.fields;
+        let encoded: Vec<Result<EncodedField>> = jobs
+            .par_iter()
+            .map(|&(t, f)| encode_field(&fields[f], &tiles[t].fields[f], &tiles[t]))
+            .collect();
+        let mbrs: Vec<Result<Mbr>> = if self.dense {
+            Vec::new()
+        } else {
+            tiles.par_iter().map(|t| self.tile_mbr(t)).collect()
+        };
+        EncodedBatch { fields: encoded, cells: tiles.iter().map(|t| t.cell_num).collect(), mbrs }
+    }
+
+    fn tile_mbr(&self, tile: &Tile) -> Result<Mbr> {
+        let coords: Vec<DimCoords<'_>> = self
+            .dim_fields
+            .iter()
+            .map(|&f| {
+                let ft = &tile.fields[f];
+                match &ft.offsets {
+                    Some(offsets) => DimCoords::Var { offsets, data: &ft.data },
+                    None => DimCoords::Fixed(&ft.data),
+                }
+            })
+            .collect();
+        Mbr::of_cells(self.dims, &coords)
+            .map_err(|e| Error::InvalidWrite(format!("tile coordinates: {e}")))
+    }
+}
+
+/// One stored field: its codecs and files.
+struct SinkField {
     info: FieldInfo,
     idx: usize,
     codec: Codec,
@@ -63,6 +106,11 @@ struct SinkField<'a> {
     data_file: String,
     var_file: Option<String>,
     validity_file: Option<String>,
+}
+
+/// What one stored field has written: its open files and what the metadata records of it.
+#[derive(Default)]
+struct FieldOut<'a> {
     data: Option<Box<dyn ObjectWriter + 'a>>,
     var: Option<Box<dyn ObjectWriter + 'a>>,
     validity: Option<Box<dyn ObjectWriter + 'a>>,
@@ -72,6 +120,44 @@ struct SinkField<'a> {
     tile_var_sizes: Vec<u64>,
     tile_validity_offsets: Vec<u64>,
     stats: Vec<TileStats>,
+}
+
+/// Tiles filtered and waiting to be appended, with their cell counts and MBRs.
+struct EncodedBatch {
+    /// One entry per field of each tile, tile after tile.
+    fields: Vec<Result<EncodedField>>,
+    cells: Vec<u64>,
+    mbrs: Vec<Result<Mbr>>,
+}
+
+/// Everything the appends change: the files and the bookkeeping of the tiles written.
+#[derive(Default)]
+struct Progress<'a> {
+    outs: Vec<FieldOut<'a>>,
+    mbrs: Vec<Mbr>,
+    tile_num: u64,
+    last_tile_cells: u64,
+}
+
+impl Progress<'_> {
+    /// Appends a filtered batch to the files, in tile order.
+    fn append(&mut self, batch: EncodedBatch) -> Result<()> {
+        let mut encoded = batch.fields.into_iter();
+        for &cells in &batch.cells {
+            for out in &mut self.outs {
+                let e = encoded.next().ok_or_else(|| {
+                    Error::InvalidWrite("a filtered batch is missing a field".into())
+                })??;
+                out.append(e)?;
+            }
+            self.tile_num += 1;
+            self.last_tile_cells = cells;
+        }
+        for m in batch.mbrs {
+            self.mbrs.push(m?);
+        }
+        Ok(())
+    }
 }
 
 /// A tile of one field after filtering.
@@ -91,13 +177,14 @@ pub(crate) struct FragmentSink<'a> {
     schema_name: String,
     name: FragmentName,
     dir: String,
-    fields: Vec<SinkField<'a>>,
+    fields: Vec<SinkField>,
     dims: Vec<DimType>,
     /// Positions in `fields` of the dimensions, in schema order (sparse fragments).
     dim_fields: Vec<usize>,
-    mbrs: Vec<Mbr>,
-    tile_num: u64,
-    last_tile_cells: u64,
+    /// The files and what was written to them.
+    progress: Progress<'a>,
+    /// The last batch filtered, appended while the next one is filtered.
+    pending: Option<EncodedBatch>,
     has_timestamps: bool,
     has_delete_meta: bool,
     committed: bool,
@@ -107,7 +194,7 @@ impl std::fmt::Debug for FragmentSink<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FragmentSink")
             .field("name", &self.name.as_str())
-            .field("tile_num", &self.tile_num)
+            .field("tile_num", &self.progress.tile_num)
             .finish_non_exhaustive()
     }
 }
@@ -212,15 +299,6 @@ impl<'a> FragmentSink<'a> {
                 data_file,
                 var_file,
                 validity_file,
-                data: None,
-                var: None,
-                validity: None,
-                sizes: [0; 3],
-                tile_offsets: Vec::new(),
-                tile_var_offsets: Vec::new(),
-                tile_var_sizes: Vec::new(),
-                tile_validity_offsets: Vec::new(),
-                stats: Vec::new(),
             });
         }
         storage.create_dir(&dir)?;
@@ -233,9 +311,8 @@ impl<'a> FragmentSink<'a> {
             dir,
             fields,
             dim_fields,
-            mbrs: Vec::new(),
-            tile_num: 0,
-            last_tile_cells: 0,
+            progress: Progress::default(),
+            pending: None,
             has_timestamps,
             has_delete_meta,
             committed: false,
@@ -246,21 +323,23 @@ impl<'a> FragmentSink<'a> {
 
     fn open_files(&mut self) -> Result<()> {
         let storage = self.storage;
-        for f in &mut self.fields {
-            f.data = Some(storage.writer(&f.data_file)?);
+        for f in &self.fields {
+            let mut out =
+                FieldOut { data: Some(storage.writer(&f.data_file)?), ..FieldOut::default() };
             if let Some(p) = &f.var_file {
-                f.var = Some(storage.writer(p)?);
+                out.var = Some(storage.writer(p)?);
             }
             if let Some(p) = &f.validity_file {
-                f.validity = Some(storage.writer(p)?);
+                out.validity = Some(storage.writer(p)?);
             }
+            self.progress.outs.push(out);
         }
         Ok(())
     }
 
     /// Number of tiles written so far.
     pub(crate) fn tile_num(&self) -> u64 {
-        self.tile_num
+        self.progress.tile_num + self.pending.as_ref().map_or(0, |b| b.cells.len() as u64)
     }
 
     /// Filters `tiles` (every field of every tile on the worker threads), computes their
@@ -282,45 +361,23 @@ impl<'a> FragmentSink<'a> {
                 )));
             }
         }
-        let jobs: Vec<(usize, usize)> =
-            (0..tiles.len()).flat_map(|t| (0..self.fields.len()).map(move |f| (t, f))).collect();
-        let fields = &self.fields;
-        let encoded: Vec<Result<EncodedField>> = jobs
-            .par_iter()
-            .map(|&(t, f)| encode_field(&fields[f], &tiles[t].fields[f], &tiles[t]))
-            .collect();
-        let sparse = !self.schema.is_dense();
-        let mbrs: Vec<Result<Mbr>> =
-            if sparse { tiles.par_iter().map(|t| self.tile_mbr(t)).collect() } else { Vec::new() };
-        let mut encoded = encoded.into_iter();
-        for tile in &tiles {
-            for f in &mut self.fields {
-                let e = encoded.next().expect("one result per job")?;
-                f.append(e)?;
-            }
-            self.tile_num += 1;
-            self.last_tile_cells = tile.cell_num;
-        }
-        for m in mbrs {
-            self.mbrs.push(m?);
-        }
+        // Filter this batch while the previous one is appended to the files.
+        let pending = self.pending.take();
+        let FragmentSink { progress, fields, schema, dims, dim_fields, .. } = self;
+        let coder = Coder { fields, dense: schema.is_dense(), dims, dim_fields };
+        let (appended, encoded) =
+            rayon::join(|| pending.map_or(Ok(()), |b| progress.append(b)), || coder.encode(&tiles));
+        appended?;
+        self.pending = Some(encoded);
         Ok(())
     }
 
-    fn tile_mbr(&self, tile: &Tile) -> Result<Mbr> {
-        let coords: Vec<DimCoords<'_>> = self
-            .dim_fields
-            .iter()
-            .map(|&f| {
-                let ft = &tile.fields[f];
-                match &ft.offsets {
-                    Some(offsets) => DimCoords::Var { offsets, data: &ft.data },
-                    None => DimCoords::Fixed(&ft.data),
-                }
-            })
-            .collect();
-        Mbr::of_cells(&self.dims, &coords)
-            .map_err(|e| Error::InvalidWrite(format!("tile coordinates: {e}")))
+    /// Appends the batch still being held.
+    fn flush(&mut self) -> Result<()> {
+        match self.pending.take() {
+            Some(b) => self.progress.append(b),
+            None => Ok(()),
+        }
     }
 
     /// Closes the data files, writes `__fragment_metadata.tdb` and publishes the `.wrt`
@@ -337,9 +394,10 @@ impl<'a> FragmentSink<'a> {
         var_copy: VarMinMaxCopy,
         processed_conditions: Vec<String>,
     ) -> Result<FragmentName> {
+        self.flush()?;
         let ned = match non_empty_domain {
             Some(n) => n,
-            None => Mbr::bounding(&self.dims, &self.mbrs)
+            None => Mbr::bounding(&self.dims, &self.progress.mbrs)
                 .ok_or_else(|| Error::InvalidWrite("a fragment without cells".into()))?,
         };
         let bytes = self.metadata(ned, var_copy, processed_conditions)?;
@@ -353,7 +411,7 @@ impl<'a> FragmentSink<'a> {
     }
 
     fn close_files(&mut self) -> Result<()> {
-        for f in &mut self.fields {
+        for f in &mut self.progress.outs {
             for w in [f.data.take(), f.var.take(), f.validity.take()].into_iter().flatten() {
                 w.finish()?;
             }
@@ -368,6 +426,7 @@ impl<'a> FragmentSink<'a> {
         processed_conditions: Vec<String>,
     ) -> Result<Vec<u8>> {
         let schema = self.schema;
+        let (tile_num, last_tile_cells) = (self.progress.tile_num, self.progress.last_tile_cells);
         let md_err = |e| Error::Fragment {
             file: format!("{}/{FRAGMENT_METADATA_FILE}", self.dir),
             source: Box::new(e),
@@ -381,36 +440,35 @@ impl<'a> FragmentSink<'a> {
         footer.file_validity_sizes = vec![0; num];
         if schema.is_dense() {
             let expected = footer.tile_num(schema).map_err(md_err)?;
-            if expected != self.tile_num {
+            if expected != tile_num {
                 return Err(Error::InvalidWrite(format!(
-                    "{} tiles written for a dense fragment of {expected} space tiles",
-                    self.tile_num
+                    "{tile_num} tiles written for a dense fragment of {expected} space tiles"
                 )));
             }
         } else {
-            if self.tile_num == 0 {
+            if tile_num == 0 {
                 return Err(Error::InvalidWrite("a fragment without cells".into()));
             }
-            footer.sparse_tile_num = self.tile_num;
-            footer.last_tile_cell_num = self.last_tile_cells;
+            footer.sparse_tile_num = tile_num;
+            footer.last_tile_cell_num = last_tile_cells;
         }
-        for f in &self.fields {
-            footer.file_sizes[f.idx] = f.sizes[0];
-            footer.file_var_sizes[f.idx] = f.sizes[1];
-            footer.file_validity_sizes[f.idx] = f.sizes[2];
+        for (f, o) in self.fields.iter().zip(&self.progress.outs) {
+            footer.file_sizes[f.idx] = o.sizes[0];
+            footer.file_var_sizes[f.idx] = o.sizes[1];
+            footer.file_validity_sizes[f.idx] = o.sizes[2];
         }
         let mut md = FragmentMetadata::new(footer, schema).map_err(md_err)?;
         let cell_num = md.footer.cell_num_fn(schema).map_err(md_err)?;
-        for f in &self.fields {
-            md.tile_offsets[f.idx].clone_from(&f.tile_offsets);
+        for (f, o) in self.fields.iter().zip(&self.progress.outs) {
+            md.tile_offsets[f.idx].clone_from(&o.tile_offsets);
             if f.info.var {
-                md.tile_var_offsets[f.idx].clone_from(&f.tile_var_offsets);
-                md.tile_var_sizes[f.idx].clone_from(&f.tile_var_sizes);
+                md.tile_var_offsets[f.idx].clone_from(&o.tile_var_offsets);
+                md.tile_var_sizes[f.idx].clone_from(&o.tile_var_sizes);
             }
             if f.validity_file.is_some() {
-                md.tile_validity_offsets[f.idx].clone_from(&f.tile_validity_offsets);
+                md.tile_validity_offsets[f.idx].clone_from(&o.tile_validity_offsets);
             }
-            let m = field_tile_metadata_with(&f.info, self.tile_num, &f.stats, &cell_num, var_copy)
+            let m = field_tile_metadata_with(&f.info, tile_num, &o.stats, &cell_num, var_copy)
                 .map_err(md_err)?;
             md.tile_mins[f.idx] = m.mins;
             md.tile_maxs[f.idx] = m.maxs;
@@ -418,7 +476,7 @@ impl<'a> FragmentSink<'a> {
             md.tile_null_counts[f.idx] = m.null_counts;
         }
         if !schema.is_dense() {
-            md.rtree = RTree::build(&self.dims, &self.mbrs, tessera_rtree::DEFAULT_FANOUT)
+            md.rtree = RTree::build(&self.dims, &self.progress.mbrs, tessera_rtree::DEFAULT_FANOUT)
                 .map_err(|e| Error::InvalidWrite(format!("R-tree: {e}")))?;
         }
         md.processed_conditions = Some(ProcessedConditions(processed_conditions));
@@ -430,7 +488,7 @@ impl<'a> FragmentSink<'a> {
 impl Drop for FragmentSink<'_> {
     fn drop(&mut self) {
         // Close the files before removing the folder.
-        for f in &mut self.fields {
+        for f in &mut self.progress.outs {
             drop(f.data.take());
             drop(f.var.take());
             drop(f.validity.take());
@@ -441,7 +499,7 @@ impl Drop for FragmentSink<'_> {
     }
 }
 
-impl SinkField<'_> {
+impl FieldOut<'_> {
     fn append(&mut self, e: EncodedField) -> Result<()> {
         let write = |w: &mut Option<Box<dyn ObjectWriter + '_>>, bytes: &[u8]| -> Result<()> {
             let w =
@@ -469,7 +527,7 @@ impl SinkField<'_> {
 }
 
 /// Filters one field's tile and computes its metadata.
-fn encode_field(f: &SinkField<'_>, ft: &FieldTile, tile: &Tile) -> Result<EncodedField> {
+fn encode_field(f: &SinkField, ft: &FieldTile, tile: &Tile) -> Result<EncodedField> {
     let n = tile.cell_num;
     let name = &f.info.name;
     let bad = |what: String| Error::InvalidWrite(format!("field {name:?}: {what}"));

@@ -72,6 +72,9 @@ pub(crate) fn check_bounds(schema: &ArraySchema, dims: &[&FieldCells]) -> Result
 /// Orders cells by the global order of an array.
 pub(crate) struct CellOrder<'c> {
     order: GlobalOrder,
+    /// The tiled dimensions in tile order, and every dimension in cell order.
+    tile_dims: Vec<usize>,
+    cell_dims: Vec<usize>,
     dims: Vec<&'c FieldCells>,
     /// For arrays without string dimensions: `width` keys per cell whose lexicographic order
     /// is the global order.
@@ -82,7 +85,8 @@ impl<'c> CellOrder<'c> {
     /// The order of `dims`' cells in `schema`.
     pub(crate) fn new(schema: &ArraySchema, dims: Vec<&'c FieldCells>) -> Self {
         let order = GlobalOrder::new(schema);
-        let mut me = CellOrder { order, dims, keys: None };
+        let (tile_dims, cell_dims) = (order.tile_dims(), order.cell_dims());
+        let mut me = CellOrder { order, tile_dims, cell_dims, dims, keys: None };
         if !me.order.dims.iter().any(|d| d.var) {
             let width = me.key_width();
             let n = me.dims.first().map_or(0, |c| c.len());
@@ -97,7 +101,7 @@ impl<'c> CellOrder<'c> {
         if self.order.is_hilbert() {
             1 + self.order.dims.len()
         } else {
-            self.order.tile_dims().len() + self.order.dims.len()
+            self.tile_dims.len() + self.order.dims.len()
         }
     }
 
@@ -108,17 +112,47 @@ impl<'c> CellOrder<'c> {
             out[0] = self.order.hilbert_value(&coords);
             k = 1;
         } else {
-            for d in self.order.tile_dims() {
+            for &d in &self.tile_dims {
                 let o = &self.order.dims[d];
                 let (lo, ext) = o.tiling.as_ref().expect("tiled dimension");
                 out[k] = tile_index(o.datatype, self.dims[d].cell(i), lo, ext);
                 k += 1;
             }
         }
-        for d in self.order.cell_dims() {
+        for &d in &self.cell_dims {
             out[k] = ord_key(self.order.dims[d].datatype, self.dims[d].cell(i));
             k += 1;
         }
+    }
+
+    /// Sorts every cell into the global order (unstable, as libtiledb's parallel sort) and,
+    /// when `check_duplicates`, finds two cells with the same coordinates: returns the
+    /// permutation, or `Err(i)` with a cell `i` that has a duplicate. Consumes the keys.
+    pub(crate) fn sort(
+        &mut self,
+        check_duplicates: bool,
+    ) -> std::result::Result<Vec<usize>, usize> {
+        let n = self.dims.first().map_or(0, |c| c.len());
+        if let Some((w, keys)) = self.keys.take()
+            && u32::try_from(n).is_ok()
+        {
+            // The coordinate keys are the last `dims` entries of each key.
+            let coords_from = w - self.order.dims.len();
+            macro_rules! by_width {
+                ($($k:literal),*) => {
+                    match w {
+                        $($k => return sort_keys::<$k>(keys, coords_from, check_duplicates),)*
+                        _ => self.keys = Some((w, keys)),
+                    }
+                };
+            }
+            by_width!(1, 2, 3, 4, 5, 6, 7, 8);
+        }
+        let perm = self.sorted();
+        if check_duplicates && let Some(k) = self.first_duplicate(&perm) {
+            return Err(perm[k]);
+        }
+        Ok(perm)
     }
 
     /// Compares cells `a` and `b` in the global order.
@@ -136,7 +170,7 @@ impl<'c> CellOrder<'c> {
                 return o;
             }
         } else {
-            for d in self.order.tile_dims() {
+            for &d in &self.tile_dims {
                 let o = &self.order.dims[d];
                 let (lo, ext) = o.tiling.as_ref().expect("tiled dimension");
                 let t = |i: usize| tile_index(o.datatype, self.dims[d].cell(i), lo, ext);
@@ -152,7 +186,7 @@ impl<'c> CellOrder<'c> {
     /// Compares the coordinates of cells `a` and `b` in cell order (strings as libtiledb's
     /// writer compares them: bytes as signed `char`, a prefix first).
     fn cmp_coords(&self, a: usize, b: usize) -> Ordering {
-        for d in self.order.cell_dims() {
+        for &d in &self.cell_dims {
             let o = &self.order.dims[d];
             let (x, y) = (self.dims[d].cell(a), self.dims[d].cell(b));
             let c = if o.var {
@@ -193,6 +227,30 @@ impl<'c> CellOrder<'c> {
     pub(crate) fn first_unsorted(&self, n: usize) -> Option<usize> {
         (1..n).into_par_iter().find_first(|&k| self.cmp(k - 1, k) == Ordering::Greater)
     }
+}
+
+/// Sorts cells by their `W` keys each (stored back to back in `keys`), keys and cell index
+/// side by side so the sort reads memory in order; see [`CellOrder::sort`].
+fn sort_keys<const W: usize>(
+    keys: Vec<u64>,
+    coords_from: usize,
+    check_duplicates: bool,
+) -> std::result::Result<Vec<usize>, usize> {
+    let mut cells: Vec<([u64; W], u32)> = keys
+        .par_chunks_exact(W)
+        .enumerate()
+        .map(|(i, k)| (<[u64; W]>::try_from(k).expect("W keys"), i as u32))
+        .collect();
+    drop(keys);
+    cells.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    if check_duplicates
+        && let Some(k) = (1..cells.len())
+            .into_par_iter()
+            .find_first(|&k| cells[k - 1].0[coords_from..] == cells[k].0[coords_from..])
+    {
+        return Err(cells[k].1 as usize);
+    }
+    Ok(cells.into_par_iter().map(|(_, i)| i as usize).collect())
 }
 
 /// The message libtiledb gives for a duplicate.
