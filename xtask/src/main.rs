@@ -23,14 +23,30 @@
 //!   (`xtask/fixtures/check_cli_writes.py`); then the consolidation conformance: fixture
 //!   arrays consolidated and vacuumed by `tessera consolidate` / `tessera vacuum` and, in a
 //!   twin copy, by libtiledb, in each mode; the trees and bytes compared, and each array read
-//!   by both engines (`xtask/fixtures/check_consolidation.py`).
+//!   by both engines (`xtask/fixtures/check_consolidation.py`); then the groups conformance:
+//!   `tessera ls --json` on the groups libtiledb and tiledbsoma wrote (`testdata/groups`),
+//!   their arrays read by `tessera read`, and groups made by `tessera group` / `tessera meta`
+//!   read by libtiledb (`xtask/fixtures/check_groups.py`).
 //! * `test`: `cargo test --workspace`, then `conformance`. This is the project's test command.
+//! * `crash [--kills N] [--cells N] [--seed S]`: the crash harness in full
+//!   (`crates/tessera-cli/tests/crash.rs` in release mode): `tessera write`, `consolidate` and
+//!   `vacuum` killed with SIGKILL at random points N times (default 100), the array checked
+//!   after each kill. CI runs a short version (20 kills) as part of `cargo test`.
 //! * `bench [--quick] [--only NAME ...] [--runs N] [--list] [--regenerate]`: the same
 //!   workloads in Tessera (`tessera-bench`, the `bench/` crate, built in release mode) and in
 //!   libtiledb (tiledb-py), reads and writes, each run in its own process, alternating,
 //!   median of the runs; arrays generated once by libtiledb under `target/bench/data` (and
 //!   the write workloads' inputs under `target/bench/inputs`); a table on stdout and
 //!   `target/bench/summary.json` (`xtask/bench/bench.py`). Not run in CI.
+//!
+//! * `bad-corpus`: regenerate `testdata/bad/` (truncated, bit-flipped, length-inflated and
+//!   wrong-version variants of every file kind, with `manifest.json`) from the fixtures
+//!   (`xtask/src/bad.rs`); `crates/tessera/tests/bad_data.rs` asserts each file's error.
+//! * `fuzz [--target T ...] [--runs N] [--max-time S] [--seed-only]`: seed the corpora of the
+//!   cargo-fuzz targets in `fuzz/` from `testdata/`, then run each target (all, or those
+//!   named) for N executions (default 1,000,000) one after the other on one core, and print
+//!   a table of executions, times and results (`xtask/src/fuzz.rs`, `docs/robustness.md`).
+//!   Needs the nightly toolchain and cargo-fuzz. Not run in CI.
 //!
 //! Every command that needs Python creates the venv first; nothing is installed system-wide.
 
@@ -42,6 +58,8 @@ use std::process::{Command, ExitCode, Stdio};
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
+mod bad;
+mod fuzz;
 mod writes;
 
 /// The packages of the reference environment. Changing this list rebuilds the venv.
@@ -52,7 +70,7 @@ const EXPECTED_VERSIONS: &str = "0.36.1 2.30.0";
 const STAMP_FILE: &str = ".tessera-reference";
 /// The fixture families: the directories under `testdata/` that the generator owns (deleted
 /// before regenerating).
-const GENERATED_DIRS: &[&str] = &["filters", "schemas", "fragments", "queries"];
+const GENERATED_DIRS: &[&str] = &["filters", "schemas", "fragments", "queries", "groups"];
 /// The schema JSON inputs of the create conformance step.
 const CREATE_INPUTS: &str = "testdata/create";
 /// Where `tessera create` makes the arrays of the create conformance step.
@@ -73,6 +91,8 @@ const QUERIES_FIXTURES: &str = "testdata/queries";
 const WRITES_CLI_OUT: &str = "target/conformance/writes-cli";
 /// Where the consolidation conformance step copies the fixture arrays it consolidates.
 const CONSOLIDATION_OUT: &str = "target/conformance/consolidation";
+/// Where the groups conformance step makes its groups.
+const GROUPS_OUT: &str = "target/conformance/groups";
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Tessera project automation")]
@@ -87,7 +107,8 @@ enum Cmd {
     Venv,
     /// Delete and regenerate the golden fixtures in testdata/ with libtiledb, then check them.
     Fixtures {
-        /// Regenerate only this family (repeatable): filters, schemas, fragments or queries.
+        /// Regenerate only this family (repeatable): filters, schemas, fragments, queries or
+        /// groups (which needs tiledbsoma: target/soma-venv is made for it).
         /// Default: all of them. The others are left as they are (and still checked). The
         /// queries read the filters and fragments arrays, so they come last.
         #[arg(long = "family", value_name = "FAMILY")]
@@ -101,7 +122,7 @@ enum Cmd {
     /// store) against libtiledb.
     Conformance {
         /// Run only this step (repeatable): fixtures, create, fragments, queries, writes,
-        /// writes-cli, consolidation.
+        /// writes-cli, consolidation, groups.
         #[arg(long = "only", value_name = "STEP")]
         only: Vec<String>,
     },
@@ -112,12 +133,45 @@ enum Cmd {
         #[arg(last = true)]
         cargo_args: Vec<OsString>,
     },
+    /// Run the crash harness in full: `tessera write`, `consolidate` and `vacuum` killed with
+    /// SIGKILL at random points, the array checked after every kill (release mode; CI runs
+    /// a short version in `cargo test`).
+    Crash {
+        /// How many kills.
+        #[arg(long, default_value_t = 100)]
+        kills: u64,
+        /// Cells per write (200 000 cells are about 4 MB, 400 tiles per field).
+        #[arg(long, default_value_t = 200_000)]
+        cells: u64,
+        /// Replay a run with this seed (printed by every run).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Regenerate testdata/bad/ (corrupt variants of every file kind, and manifest.json) from
+    /// the fixtures; crates/tessera/tests/bad_data.rs asserts the error of each file.
+    BadCorpus,
+    /// Seed the fuzz corpora from testdata/ and run the cargo-fuzz targets of fuzz/ one at a
+    /// time on one core (needs `cargo +nightly` and `cargo install cargo-fuzz`). Not run in CI.
+    Fuzz {
+        /// Run only this target (repeatable). Default: every file of fuzz/fuzz_targets/.
+        #[arg(long = "target", value_name = "T")]
+        targets: Vec<String>,
+        /// Executions per target.
+        #[arg(long, default_value_t = 1_000_000)]
+        runs: u64,
+        /// Stop each target after this many seconds, whatever the count.
+        #[arg(long, value_name = "S")]
+        max_time: Option<u64>,
+        /// Only write the seed corpora (fuzz/corpus/<target>/seed-*).
+        #[arg(long)]
+        seed_only: bool,
+    },
     /// Benchmark Tessera against libtiledb on the same reads and writes (each engine in its
     /// own process, alternating, median of the runs); prints a table and writes
     /// target/bench/summary.json. Arrays are generated once by libtiledb under
     /// target/bench/data, write inputs under target/bench/inputs. Not run in CI.
     Bench {
-        /// Smaller arrays (about 20 s instead of about 2 min, plus the first generation).
+        /// Smaller arrays (about 30 s instead of about 6 min, plus the first generation).
         #[arg(long)]
         quick: bool,
         /// Run only this workload (repeatable; shell-style wildcards, e.g. 'dense_*').
@@ -163,11 +217,31 @@ fn real_main() -> Result<()> {
             run(&mut cmd, "cargo test --workspace")?;
             conformance(&root, &[])?;
         }
+        Cmd::Crash { kills, cells, seed } => crash(&root, kills, cells, seed)?,
+        Cmd::BadCorpus => bad::bad_corpus(&root)?,
+        Cmd::Fuzz { targets, runs, max_time, seed_only } => {
+            fuzz::fuzz(&root, &targets, runs, max_time, seed_only)?;
+        }
         Cmd::Bench { quick, only, runs, list, regenerate } => {
             bench(&root, quick, &only, runs, list, regenerate)?;
         }
     }
     Ok(())
+}
+
+/// `cargo xtask crash`: the crash harness test in release mode with `kills` kills and writes
+/// of `cells` cells.
+fn crash(root: &Path, kills: u64, cells: u64, seed: Option<u64>) -> Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["test", "--release", "-p", "tessera-cli", "--test", "crash", "--", "--nocapture"])
+        .env("TESSERA_CRASH_KILLS", kills.to_string())
+        .env("TESSERA_CRASH_CELLS", cells.to_string());
+    if let Some(s) = seed {
+        cmd.env("TESSERA_CRASH_SEED", s.to_string());
+    }
+    run(&mut cmd, "the crash harness (cargo test --release -p tessera-cli --test crash)")
 }
 
 /// `cargo xtask bench`: build the Tessera driver in release mode, then hand over to
@@ -333,7 +407,7 @@ fn fixtures(root: &Path, families: &[String]) -> Result<()> {
 fn conformance(root: &Path, only: &[String]) -> Result<()> {
     let python = ensure_venv(root)?;
     type Step = fn(&Path, &Path) -> Result<()>;
-    let steps: [(&str, Step); 7] = [
+    let steps: [(&str, Step); 8] = [
         ("fixtures", check_fixtures),
         ("create", create_conformance),
         ("fragments", fragments_conformance),
@@ -341,6 +415,7 @@ fn conformance(root: &Path, only: &[String]) -> Result<()> {
         ("writes", writes_conformance),
         ("writes-cli", writes_cli_conformance),
         ("consolidation", consolidation_conformance),
+        ("groups", groups_conformance),
     ];
     for o in only {
         if !steps.iter().any(|(n, _)| n == o) {
@@ -668,6 +743,38 @@ fn consolidation_conformance(python: &Path, root: &Path) -> Result<()> {
     let mut cmd = python_script(python, root, "check_consolidation.py");
     cmd.arg("--tessera").arg(&tessera).args(["--out", CONSOLIDATION_OUT, "--testdata", "testdata"]);
     run(&mut cmd, "consolidation conformance check (xtask/fixtures/check_consolidation.py)")
+}
+
+/// The groups conformance step: `xtask/fixtures/check_groups.py` compares `tessera ls --json`
+/// on the `groups` fixture family (groups written by libtiledb and by tiledbsoma) with the
+/// expected listings, every array of the family read by `tessera read` with libtiledb's read,
+/// `tessera ls` on a group with absolute members that libtiledb makes at test time (under
+/// `target/conformance/groups`), and a group built by `tessera group` / `tessera meta` at
+/// explicit timestamps with what libtiledb lists at each of them (then libtiledb changes it
+/// and `tessera ls` must show the change). Skipped loudly when the CLI package does not exist
+/// or lacks one of the subcommands it needs.
+fn groups_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: groups conformance (tessera ls / group / meta / read vs libtiledb)");
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         `tessera ls` and `tessera group` were NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    for sub in ["ls", "group", "meta", "read"] {
+        if !has_subcommand(root, &tessera, sub) {
+            loud_skip(&[
+                &format!("SKIPPED: tessera {sub} not available (`tessera {sub} --help` failed):"),
+                "         `tessera ls` and `tessera group` were NOT checked against libtiledb",
+            ]);
+            return Ok(());
+        }
+    }
+    let mut cmd = python_script(python, root, "check_groups.py");
+    cmd.arg("--tessera").arg(&tessera).args(["--out", GROUPS_OUT, "--testdata", "testdata"]);
+    run(&mut cmd, "groups conformance check (xtask/fixtures/check_groups.py)")
 }
 
 /// Whether the CLI binary has a subcommand: `tessera <name> --help` exits 0.

@@ -8,11 +8,15 @@ use clap::{Parser, Subcommand};
 
 mod aggregate_cmd;
 mod cells;
+mod cells_input;
 mod consolidate_cmd;
 mod fragments_cmd;
+mod group_cmd;
+mod ls_cmd;
 mod meta_cmd;
 mod read_cmd;
 mod schema_cmd;
+mod verify_cmd;
 mod write_cmd;
 
 /// Inspect, create, read and write TileDB arrays.
@@ -86,9 +90,9 @@ enum Command {
         #[arg(long, value_name = "START:END")]
         between: Option<String>,
     },
-    /// Read or change array metadata.
+    /// Read or change the metadata of an array or a group.
     Meta {
-        /// The array's folder.
+        /// The array's (or group's) folder.
         array: PathBuf,
         /// What to do (default: list).
         #[command(subcommand)]
@@ -135,6 +139,27 @@ enum Command {
         #[command(flatten)]
         args: consolidate_cmd::VacuumArgs,
     },
+    /// List the TileDB groups and arrays under a path as a tree: members, types, group
+    /// metadata.
+    Ls {
+        /// A group, an array, or a folder holding some (searched below plain folders).
+        path: PathBuf,
+        /// Print one JSON object per group or array found (shared/cli.md), members nested.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a group, or add and remove its members.
+    Group {
+        #[command(subcommand)]
+        action: group_cmd::GroupAction,
+    },
+    /// Check an array on disk: decode every tile of every fragment (checksums included),
+    /// check file sizes, tile offsets, statistics and commits; print each problem with its
+    /// file and byte offset, and fail if any is an error.
+    Verify {
+        /// The array's folder.
+        array: PathBuf,
+    },
     /// Create an empty array from schema JSON.
     Create {
         /// The folder to create the array in.
@@ -150,10 +175,28 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("tessera: {e:#}");
+            eprintln!("tessera: {}", error_line(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes on one line, as `{e:#}` prints them, except that a cause the line
+/// already ends with is not repeated (the engine's file errors print their cause and also
+/// return it as their source).
+fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.ends_with(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -204,10 +247,12 @@ fn run(cli: Cli) -> Result<()> {
             aggregate_cmd::run(&opened, &args).with_context(|| array.display().to_string())?;
         }
         Command::Meta { array, action, at, json } => {
-            let opened = open(&array, at)?;
-            meta_cmd::run(&opened, action.unwrap_or(meta_cmd::MetaAction::List), json)
+            let target = meta_cmd::open_target(&array, at)?;
+            meta_cmd::run(&target, action.unwrap_or(meta_cmd::MetaAction::List), json)
                 .with_context(|| array.display().to_string())?;
         }
+        Command::Ls { path, json } => ls_cmd::run(&path, json)?,
+        Command::Group { action } => group_cmd::run(action)?,
         Command::Write { array, args } => {
             let opened = open(&array, None)?;
             write_cmd::run(&opened, &args).with_context(|| array.display().to_string())?;
@@ -222,6 +267,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Consolidate { array, args } => consolidate_cmd::run_consolidate(&array, &args)?,
         Command::Vacuum { array, args } => consolidate_cmd::run_vacuum(&array, &args)?,
+        Command::Verify { array } => verify_cmd::run(&array)?,
         Command::Create { array, schema } => {
             let text = if schema.as_os_str() == "-" {
                 std::io::read_to_string(std::io::stdin())

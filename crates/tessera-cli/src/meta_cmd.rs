@@ -1,10 +1,15 @@
-//! `tessera meta`: read and change array metadata.
+//! `tessera meta`: read and change the metadata of an array or a group (the same files, in
+//! `__meta/`).
+
+use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use serde_json::Value as Json;
-use tessera::layers::query::metadata::{MetadataValue, MetadataWriter};
+use tessera::layers::query::metadata::{ArrayMetadata, MetadataValue, MetadataWriter};
 use tessera::layers::types::{Datatype, names::now_ms};
+use tessera::{ObjectType, Storage};
 
 /// What `tessera meta` does.
 #[derive(Debug, Subcommand)]
@@ -44,7 +49,8 @@ pub(crate) enum MetaAction {
     },
 }
 
-fn human(v: &MetadataValue) -> String {
+/// A value as `meta list` prints it: its type, then its text or its JSON.
+pub(crate) fn human(v: &MetadataValue) -> String {
     let j = v.value_json();
     format!("{} {}", v.datatype(), if let Json::String(s) = &j { s.clone() } else { j.to_string() })
 }
@@ -85,11 +91,43 @@ fn parse_value(dt: Datatype, value: &str) -> Result<MetadataValue> {
     Ok(MetadataValue::from_json(dt, &json)?)
 }
 
+/// Where `tessera meta` reads and writes: the storage of an array or a group, and the open
+/// timestamp range its metadata is read for.
+pub(crate) struct MetaTarget {
+    storage: Arc<dyn Storage>,
+    range: (u64, u64),
+}
+
+impl MetaTarget {
+    fn metadata(&self) -> Result<ArrayMetadata> {
+        Ok(ArrayMetadata::load(self.storage.as_ref(), self.range.0, self.range.1)?)
+    }
+}
+
+/// Opens the array or group in the folder `path` (now, or as it was at `at`).
+pub(crate) fn open_target(path: &Path, at: Option<u64>) -> Result<MetaTarget> {
+    let context = || path.display().to_string();
+    if tessera::object_type(path).with_context(context)? == ObjectType::Group {
+        let group = match at {
+            Some(t) => tessera::open_group_at(path, t),
+            None => tessera::open_group(path),
+        }
+        .with_context(context)?;
+        return Ok(MetaTarget { storage: group.storage().clone(), range: group.timestamp_range() });
+    }
+    let array = match at {
+        Some(t) => tessera::open_at(path, t),
+        None => tessera::open(path),
+    }
+    .with_context(context)?;
+    Ok(MetaTarget { storage: array.storage().clone(), range: array.timestamp_range() })
+}
+
 /// Runs `tessera meta`.
-pub(crate) fn run(array: &tessera::Array, action: MetaAction, json: bool) -> Result<()> {
+pub(crate) fn run(target: &MetaTarget, action: MetaAction, json: bool) -> Result<()> {
     match action {
         MetaAction::Get { key } => {
-            let md = array.metadata()?;
+            let md = target.metadata()?;
             let Some(v) = md.get(key.as_bytes()) else { bail!("no metadata key {key:?}") };
             if json {
                 println!("{}", serde_json::to_string(&v.to_json())?);
@@ -98,7 +136,7 @@ pub(crate) fn run(array: &tessera::Array, action: MetaAction, json: bool) -> Res
             }
         }
         MetaAction::List => {
-            let md = array.metadata()?;
+            let md = target.metadata()?;
             if json {
                 println!("{}", serde_json::to_string(&md.to_json())?);
             } else {
@@ -113,12 +151,12 @@ pub(crate) fn run(array: &tessera::Array, action: MetaAction, json: bool) -> Res
                 .with_context(|| format!("value {value:?} as {datatype}"))?;
             let mut w = MetadataWriter::new(timestamp.unwrap_or_else(now_ms));
             w.put(key.into_bytes(), v)?;
-            w.commit(array.storage().as_ref())?;
+            w.commit(target.storage.as_ref())?;
         }
         MetaAction::Delete { key, timestamp } => {
             let mut w = MetadataWriter::new(timestamp.unwrap_or_else(now_ms));
             w.delete(key.into_bytes())?;
-            w.commit(array.storage().as_ref())?;
+            w.commit(target.storage.as_ref())?;
         }
     }
     Ok(())

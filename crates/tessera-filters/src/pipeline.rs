@@ -51,16 +51,18 @@ impl FilterPipeline {
     pub fn parse(bytes: &[u8], version: u32) -> Result<(Self, usize)> {
         let mut r = ByteReader::new(bytes, "filter pipeline");
         let max_chunk_size = r.u32("max chunk size")?;
+        let count_at = r.position() as u64;
         let n = r.u32("filter count")?;
         // Each filter takes at least 5 bytes; refuse counts the input cannot hold before
         // reserving anything.
         if u64::from(n) * 5 > r.remaining() as u64 {
-            return Err(r
-                .invalid(
-                    "filter count",
-                    format!("{n} filters cannot fit in {} bytes", r.remaining()),
-                )
-                .into());
+            return Err(tessera_types::Error::invalid(
+                "filter pipeline",
+                "filter count",
+                count_at,
+                format!("{n} filters cannot fit in {} bytes", r.remaining()),
+            )
+            .into());
         }
         let mut filters = Vec::with_capacity(n as usize);
         for _ in 0..n {
@@ -341,4 +343,29 @@ pub struct Scratch {
     a: Decoded,
     b: Decoded,
     spare: Decoded,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_impossible_filter_count_is_refused_at_its_own_offset() {
+        let mut bytes = FilterPipeline::new(vec![Filter::zstd(3)]).to_bytes();
+        bytes[4..8].copy_from_slice(&1000u32.to_le_bytes());
+        let e = FilterPipeline::parse(&bytes, 22).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                Error::Format(tessera_types::Error::Invalid {
+                    structure: "filter pipeline",
+                    field: "filter count",
+                    offset: 4,
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("1000 filters cannot fit in 10 bytes"), "{e}");
+    }
 }

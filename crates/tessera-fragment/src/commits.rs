@@ -138,10 +138,17 @@ fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     })
 }
 
+/// The line starting at `offset` as text; an error names the offset of its first byte that
+/// is not UTF-8.
 fn text_line(structure: &'static str, offset: usize, line: &[u8]) -> Result<String> {
-    std::str::from_utf8(line)
-        .map(str::to_owned)
-        .map_err(|e| Error::malformed(structure, "line", offset as u64, format!("not UTF-8: {e}")))
+    std::str::from_utf8(line).map(str::to_owned).map_err(|e| {
+        Error::malformed(
+            structure,
+            "line",
+            (offset + e.valid_up_to()) as u64,
+            format!("not UTF-8 (the line starts at offset {offset}): {e}"),
+        )
+    })
 }
 
 fn write_lines(lines: &[String]) -> Vec<u8> {
@@ -284,10 +291,16 @@ impl VacuumFile {
     /// # Errors
     /// [`Error::Malformed`] for a line with neither folder name nor `/`.
     pub fn relative_paths(&self) -> Result<Vec<String>> {
+        // Where each line starts in the file the lines were parsed from (`\n`-separated).
+        let starts = self.lines.iter().scan(0u64, |at, l| {
+            let start = *at;
+            *at += l.len() as u64 + 1;
+            Some(start)
+        });
         self.lines
             .iter()
-            .enumerate()
-            .map(|(i, l)| {
+            .zip(starts)
+            .map(|(l, offset)| {
                 if let Some(p) = l.find(FRAGMENTS_DIR) {
                     Ok(l[p..].to_owned())
                 } else if let Some(p) = l.find(ARRAY_METADATA_DIR) {
@@ -298,7 +311,7 @@ impl VacuumFile {
                     Err(Error::malformed(
                         Self::STRUCTURE,
                         "line",
-                        i as u64,
+                        offset,
                         format!("{l:?} names no __fragments, __meta or path"),
                     ))
                 }
@@ -396,5 +409,21 @@ mod tests {
         let i = IgnoreFile { paths: vec![format!("__commits/{N}.wrt")] };
         assert_eq!(IgnoreFile::parse(&i.to_bytes()).unwrap(), i);
         assert!(IgnoreFile::parse(b"\xff\n").is_err());
+    }
+
+    #[test]
+    fn line_errors_name_the_byte_offset() {
+        let e = VacuumFile::parse(b"/__fragments/a\n/__fr\xffagments/b\n").unwrap_err();
+        assert!(
+            matches!(e, Error::Malformed { field: "line", offset: 20, .. }),
+            "the bad byte is at 20: {e:?}"
+        );
+        assert!(e.to_string().contains("the line starts at offset 15"), "{e}");
+        let vac = VacuumFile::parse(b"/__fragments/a\nplain\n").unwrap();
+        let e = vac.relative_paths().unwrap_err();
+        assert!(
+            matches!(e, Error::Malformed { field: "line", offset: 15, .. }),
+            "the second line starts at byte 15, not at line 1: {e:?}"
+        );
     }
 }

@@ -62,6 +62,20 @@ fn read_enumerations(storage: &dyn Storage, schema: &ArraySchema) -> Result<Vec<
     Ok(enumerations)
 }
 
+/// How many times [`Array::open_between`] lists the array again when a file it listed
+/// vanished meanwhile.
+const OPEN_ATTEMPTS: u32 = 20;
+
+/// Whether a storage error is a file that a concurrent vacuum may have removed after it was
+/// listed: one not found under `__commits/`, `__fragments/` or `__fragment_meta/`.
+fn vanished(e: &tessera_storage::Error) -> bool {
+    let path = e.path().trim_start_matches('/');
+    e.is_not_found()
+        && [dirs::COMMITS, dirs::FRAGMENTS, dirs::FRAGMENT_META]
+            .iter()
+            .any(|d| path.strip_prefix(d).is_some_and(|rest| rest.starts_with('/')))
+}
+
 /// An open array: its storage, the schema in force and that schema's enumerations.
 #[derive(Debug, Clone)]
 pub struct Array {
@@ -176,6 +190,24 @@ impl Array {
     /// and errors naming the schema, commit or fragment file that is
     /// corrupt.
     pub fn open_between(storage: Arc<dyn Storage>, start: u64, end: u64) -> Result<Array> {
+        // A vacuum running at the same time may remove a commit, fragment or consolidated
+        // metadata file between the listing of `__commits/` and the read of that file (it
+        // removes commits before folders); the array is then listed again.
+        let mut attempts = 0;
+        loop {
+            match Self::open_once(storage.clone(), start, end) {
+                Err(Error::Storage(e)) if attempts < OPEN_ATTEMPTS && vanished(&e) => {
+                    attempts += 1;
+                    // Give the vacuum time to finish before listing again.
+                    std::thread::sleep(std::time::Duration::from_millis(u64::from(attempts)));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// One attempt of [`Self::open_between`].
+    fn open_once(storage: Arc<dyn Storage>, start: u64, end: u64) -> Result<Array> {
         let timestamp = end;
         if !storage.is_dir(dirs::SCHEMA)? {
             if storage.exists(dirs::LEGACY_SCHEMA_FILE)? {

@@ -41,6 +41,37 @@ pub enum Error {
     /// The location holds no TileDB array.
     #[error("not a TileDB array: {0}")]
     NotAnArray(String),
+    /// The location holds no TileDB group.
+    #[error("not a TileDB group: {0}")]
+    NotAGroup(String),
+    /// A group details file (`__group/…`) is invalid.
+    #[error("{file}: {source}")]
+    Group {
+        /// The file (relative to the group).
+        file: String,
+        /// The problem: the generic tile, or the payload's structure, field and offset
+        /// ([`tessera_tile::Error::Format`]) (boxed: tile errors are large and rare).
+        #[source]
+        source: Box<tessera_tile::Error>,
+    },
+    /// A change to a group that libtiledb refuses too: creating a group where an array or
+    /// group exists, adding two members with one key in a session, removing a member that is
+    /// not there.
+    #[error("invalid group change: {0}")]
+    InvalidGroupChange(String),
+    /// A file of a fragment the open array shows is gone: the fragment was removed (by a
+    /// vacuum) after the array was opened. Reopen the array to read what it holds now.
+    #[error(
+        "{file}: the fragment was removed after the array was opened (by a vacuum?); reopen the \
+         array"
+    )]
+    FragmentRemoved {
+        /// The missing file (relative to the array).
+        file: String,
+        /// The storage error.
+        #[source]
+        source: tessera_storage::Error,
+    },
     /// Creating over an existing array.
     #[error("an array already exists there")]
     AlreadyExists,

@@ -98,7 +98,9 @@ impl Fragment {
             return Ok(p.clone());
         }
         let range = self.footer.part_range(part, self.footer_offset).map_err(|s| self.error(s))?;
-        let bytes = storage.read_range(&self.metadata_path(), range.clone())?;
+        let bytes = storage
+            .read_range(&self.metadata_path(), range.clone())
+            .map_err(|e| removed_or(e, &self.metadata_path()))?;
         let payload = Arc::new(part.decode_tile(&bytes, range.start).map_err(|s| self.error(s))?);
         self.parts
             .lock()
@@ -126,6 +128,16 @@ impl Fragment {
     pub fn u64s(&self, storage: &dyn Storage, part: LazyPart) -> Result<Vec<u64>> {
         let payload = self.part(storage, part)?;
         tessera_fragment::parse_u64s(part, &payload).map_err(|s| self.error(s))
+    }
+}
+
+/// A storage error reading `file`, a file of a fragment the open array shows: "not found"
+/// means the fragment was removed (vacuumed) after the array was opened.
+pub(crate) fn removed_or(e: tessera_storage::Error, file: &str) -> Error {
+    if e.is_not_found() {
+        Error::FragmentRemoved { file: file.to_owned(), source: e }
+    } else {
+        Error::Storage(e)
     }
 }
 

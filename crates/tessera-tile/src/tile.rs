@@ -127,7 +127,7 @@ pub fn decode_framed_sequential<B: AsRef<[u8]>>(
     codec: &PipelineCodec,
     framed: &FramedTile<B>,
 ) -> Result<Vec<u8>> {
-    let mut out = try_alloc(framed.orig_len(), "unfiltered tile")?;
+    let mut out = try_alloc(reservation(framed), "unfiltered tile")?;
     let mut scratch = Scratch::default();
     for c in framed.iter() {
         decode_one(codec, c.info, c.metadata, c.data, &mut out, &mut scratch)?;
@@ -146,7 +146,7 @@ pub fn decode_framed<B: AsRef<[u8]>>(
     let total = framed.orig_len();
     if framed.num_chunks() == 1 {
         // One chunk: the pipeline appends straight into the output, nothing to copy.
-        let mut out = try_alloc(total, "unfiltered tile")?;
+        let mut out = try_alloc(reservation(framed), "unfiltered tile")?;
         if let Some(c) = framed.chunk(0) {
             decode_one(codec, c.info, c.metadata, c.data, &mut out, &mut Scratch::default())?;
         }
@@ -154,16 +154,52 @@ pub fn decode_framed<B: AsRef<[u8]>>(
     }
     if codec.is_empty() {
         // Unfiltered chunks: appended one after the other, without zeroing a buffer first.
-        let mut out = try_alloc(total, "unfiltered tile")?;
+        let mut out = try_alloc(reservation(framed), "unfiltered tile")?;
         let mut scratch = Scratch::default();
         for c in framed.iter() {
             decode_one(codec, c.info, c.metadata, c.data, &mut out, &mut scratch)?;
         }
         return Ok(out);
     }
+    if reservation(framed) < total {
+        // More than the chunks' bytes plausibly hold: each chunk decodes into a buffer that
+        // grows with what it yields, and the output is made once every chunk has its size.
+        let chunks: Vec<_> = framed.iter().collect();
+        let parts = chunks
+            .par_iter()
+            .map(|c| {
+                let mut part = Vec::new();
+                decode_one(codec, c.info, c.metadata, c.data, &mut part, &mut Scratch::default())?;
+                Ok(part)
+            })
+            .collect::<Result<Vec<Vec<u8>>>>()?;
+        let mut out = try_alloc(total, "unfiltered tile")?;
+        for part in &parts {
+            out.extend_from_slice(part);
+        }
+        return Ok(out);
+    }
     let mut out = try_zeroed(total, "unfiltered tile")?;
     decode_framed_into(codec, framed, &mut out)?;
     Ok(out)
+}
+
+/// Output bytes a tile may reserve before anything is decoded, whatever its chunks announce.
+const TRUSTED_RESERVATION: u64 = 64 << 20;
+
+/// Expansion (unfiltered over filtered bytes) up to which an announced size is reserved in
+/// full: above deflate's limit (1032), below what RLE or zstd reach on constant data.
+const TRUSTED_EXPANSION: u64 = 1024;
+
+/// What a tile's output reserves up front: the unfiltered size its chunks announce, unless
+/// that is more than [`TRUSTED_RESERVATION`] and [`TRUSTED_EXPANSION`] times the tile's
+/// bytes; then the output grows as the chunks decode, so a forged `orig_len` (4 GiB in a
+/// 32-byte tile) costs no memory the data does not yield.
+fn reservation<B: AsRef<[u8]>>(framed: &FramedTile<B>) -> u64 {
+    let plausible = (framed.layout().framed_len() as u64)
+        .saturating_mul(TRUSTED_EXPANSION)
+        .max(TRUSTED_RESERVATION);
+    framed.orig_len().min(plausible)
 }
 
 /// Decodes an already parsed tile into `out`, which must be exactly
@@ -305,7 +341,7 @@ pub fn decode_string_tile(codec: &PipelineCodec, tile: &[u8]) -> Result<VarTile>
     };
     let mut out = VarTile {
         offsets: Vec::new(),
-        data: try_alloc(u64::from(chunk.info.orig_len), "unfiltered string tile")?,
+        data: try_alloc(reservation(&framed), "unfiltered string tile")?,
     };
     let err_at = |source| Error::DecodeChunk { chunk: 0, offset: NUM_CHUNKS_OFFSET, source };
     codec
@@ -377,4 +413,69 @@ fn try_zeroed(len: u64, what: &'static str) -> Result<Vec<u8>> {
 /// The layout of `tile`, re-exported for the role types.
 pub(crate) fn layout_of(tile: &[u8]) -> Result<TileLayout> {
     TileLayout::parse(tile)
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_filters::{Filter, FilterPipeline};
+    use tessera_types::Datatype;
+
+    use super::*;
+
+    /// A tile of one chunk that announces `orig_len` bytes and holds `data`.
+    fn forged(orig_len: u32, metadata: &[u8], data: &[u8]) -> Vec<u8> {
+        let mut t = 1u64.to_le_bytes().to_vec();
+        t.extend_from_slice(&orig_len.to_le_bytes());
+        t.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        t.extend_from_slice(&(metadata.len() as u32).to_le_bytes());
+        t.extend_from_slice(metadata);
+        t.extend_from_slice(data);
+        t
+    }
+
+    #[test]
+    fn a_forged_size_reserves_only_what_the_bytes_can_hold() {
+        // Found by the `tile` fuzz target: 32 bytes announcing 4 GiB were reserved up front.
+        let tile = forged(u32::MAX, &[], &[]);
+        let framed = FramedTile::parse(tile.as_slice()).unwrap();
+        assert_eq!(framed.orig_len(), u64::from(u32::MAX));
+        assert_eq!(reservation(&framed), TRUSTED_RESERVATION);
+        let none = FilterPipeline::default().codec(Datatype::UInt8, 1, 22).unwrap();
+        let e = decode_tile(&none, &tile).unwrap_err();
+        assert!(matches!(e, Error::ChunkLength { chunk: 0, expected: 4294967295, actual: 0, .. }));
+        let e = decode_framed_sequential(&none, &framed).unwrap_err();
+        assert!(matches!(e, Error::ChunkLength { chunk: 0, .. }), "{e:?}");
+    }
+
+    #[test]
+    fn chunks_announcing_more_than_they_hold_fail_without_the_whole_output() {
+        let zstd =
+            FilterPipeline::new(vec![Filter::zstd(1)]).codec(Datatype::UInt8, 1, 22).unwrap();
+        let data = vec![7u8; 1000];
+        let good = encode_tile(&zstd, &data, Split::Whole).unwrap();
+        let info = &FramedTile::parse(good.as_slice()).unwrap();
+        let c = info.chunk(0).unwrap();
+        // Many chunks, each announcing 4 GiB: far more than 1024 times the tile's bytes.
+        let mut tile = 40u64.to_le_bytes().to_vec();
+        for _ in 0..40 {
+            tile.extend_from_slice(&u32::MAX.to_le_bytes());
+            tile.extend_from_slice(&(c.data.len() as u32).to_le_bytes());
+            tile.extend_from_slice(&(c.metadata.len() as u32).to_le_bytes());
+            tile.extend_from_slice(c.metadata);
+            tile.extend_from_slice(c.data);
+        }
+        let framed = FramedTile::parse(tile.as_slice()).unwrap();
+        assert!(reservation(&framed) < framed.orig_len());
+        let e = decode_framed(&zstd, &framed).unwrap_err();
+        assert!(
+            matches!(e, Error::ChunkLength { chunk: 0, expected: 4294967295, actual: 1000, .. }),
+            "{e:?}"
+        );
+        // An honest tile expanding past both limits still decodes, on the same path.
+        let zeros = vec![0u8; (TRUSTED_RESERVATION + (1 << 20)) as usize];
+        let tile = encode_tile(&zstd, &zeros, Split::Fixed { cell_size: 1 }).unwrap();
+        let framed = FramedTile::parse(tile.as_slice()).unwrap();
+        assert!(framed.num_chunks() > 1 && reservation(&framed) < framed.orig_len());
+        assert_eq!(decode_framed(&zstd, &framed).unwrap(), zeros);
+    }
 }

@@ -25,10 +25,18 @@
 use std::path::Path;
 use std::sync::Arc;
 
+mod group;
+
+pub use group::{
+    add_member, create_group, file_uri, group_writer, member_for, member_key, member_path,
+    object_type, open_group, open_group_at, open_group_between, remove_member, uri_path,
+};
 pub use tessera_filters::{Filter, FilterPipeline};
 pub use tessera_query::aggregate::{Aggregate, AggregateValue};
+pub use tessera_query::group::GroupCommit;
 pub use tessera_query::{
-    Array, Column, Error, Fragment, FragmentWrite, ReadResult, Result, WriteQuery,
+    Array, Column, Error, Fragment, FragmentWrite, Group, GroupMember, GroupWriter, ObjectType,
+    ReadResult, Result, WriteQuery,
 };
 pub use tessera_schema::{
     ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef,

@@ -10,7 +10,9 @@
 //!   over the first and last of them; where libtiledb cannot make that name, because the
 //!   first `t1` is after the last `t2`, over the smallest `t1` and the largest `t2`), so the
 //!   `.con` no longer commits them. Then per fragment its `.wrt` file goes, then its folder
-//!   (a reader never finds a commit whose folder is gone); last, every `.vac` file.
+//!   (a reader never finds a commit whose folder is gone); then the folders of listed
+//!   fragments that are no longer committed (left by a vacuum that was interrupted between
+//!   a commit and its folder; libtiledb leaves those for good); last, every `.vac` file.
 //! * [`Mode::Commits`] (`CommitsConsolidator::vacuum`): the commit files (`.wrt`, `.del`,
 //!   legacy `.ok`) that a `.con` file lists, and, when one `.con` file lists exactly every
 //!   live commit, the other `.con` files and every `.ign` file (see
@@ -132,6 +134,20 @@ fn vacuum_fragments(storage: &dyn Storage) -> Result<Report> {
         if remove_file(storage, &wrt)? {
             report.inputs.push(wrt);
         }
+        let folder = format!("{}/{f}", dirs::FRAGMENTS);
+        match storage.remove_dir_all(&folder) {
+            Ok(()) => report.inputs.push(folder),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // Folders of listed fragments whose commits are already gone: a vacuum that stopped
+    // between a commit and its folder left them (readers ignore them; libtiledb would leave
+    // them for good). Nothing can need them: they are consolidated and not committed.
+    let committed: HashSet<&String> = fragments.iter().collect();
+    let mut leftovers: Vec<&String> = listed.iter().filter(|f| !committed.contains(f)).collect();
+    leftovers.sort();
+    for f in leftovers {
         let folder = format!("{}/{f}", dirs::FRAGMENTS);
         match storage.remove_dir_all(&folder) {
             Ok(()) => report.inputs.push(folder),
