@@ -1,0 +1,8 @@
+#![no_main]
+
+use tessera::layers::types::FilterType;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tessera_fuzz::filter_reverse(
+    FilterType::ChecksumMd5,
+    data
+));
