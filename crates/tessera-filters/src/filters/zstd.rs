@@ -132,14 +132,19 @@ fn decompress_into_capacity(
     const MIN_WINDOW: usize = 1 << 18;
     let corrupt = |m: String| Error::corrupt(FilterType::Zstd, m);
     let start = dst.len();
-    // One byte past `orig` lets a stream that is too long show itself.
-    let limit = orig.saturating_add(1);
-    let mut window = limit.min(src.len().saturating_mul(8).max(MIN_WINDOW));
+    // Room for `orig` bytes at most, unless the stream goes on past them: then one more
+    // byte lets a stream that is too long show itself. (Asking for that byte up front would
+    // make a caller's exactly sized buffer grow, and copy, for every last chunk of a tile.)
+    let mut window = orig.min(src.len().saturating_mul(8).max(MIN_WINDOW));
     let mut input = InBuffer { src, pos: 0 };
     loop {
         let filled = dst.len() - start;
         if filled >= window {
-            window = limit.min(window.saturating_mul(2));
+            window = if window >= orig {
+                orig.saturating_add(1)
+            } else {
+                orig.min(window.saturating_mul(2))
+            };
         }
         let want = start + window;
         if dst.capacity() < want {
