@@ -250,7 +250,8 @@ fn seeds(root: &Path) -> Result<Corpora> {
     }
     for f in files(&testdata) {
         let name = f.to_string_lossy().into_owned();
-        if name.ends_with(".schema.json") || name.contains("/create/") && name.ends_with(".json") {
+        if name.ends_with(".schema.json") || (name.contains("/create/") && name.ends_with(".json"))
+        {
             c.add("schema_json", fs::read(&f)?);
         }
     }

@@ -1074,11 +1074,18 @@ mod tests {
         };
         let n = 3 * CHUNK + 17;
         let i32s: Vec<i32> = (0..n).map(|_| next() as i32).collect();
-        let i32_big: Vec<i32> = (0..n).map(|i| if i % 3 == 0 { i32::MIN } else { i32::MAX }).collect();
+        let i32_big: Vec<i32> =
+            (0..n).map(|i| if i % 3 == 0 { i32::MIN } else { i32::MAX }).collect();
         let u32s: Vec<u32> = (0..n).map(|_| next() as u32 | 0xf000_0000).collect();
         let i8s: Vec<i8> = (0..n).map(|_| next() as i8).collect();
         let u16s: Vec<u16> = (0..n).map(|_| next() as u16).collect();
-        for start in [0, i64::MAX as u64 - 5, (i64::MAX - (1 << 46)) as u64, i64::MIN as u64 + 3, (-5i64) as u64] {
+        for start in [
+            0,
+            i64::MAX as u64 - 5,
+            (i64::MAX - (1 << 46)) as u64,
+            i64::MIN as u64 + 3,
+            (-5i64) as u64,
+        ] {
             check(&i32s, start);
             check(&i32_big, start);
             check(&i8s, start);

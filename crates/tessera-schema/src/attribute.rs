@@ -3,7 +3,13 @@
 use tessera_filters::FilterPipeline;
 use tessera_types::{CELL_VAL_NUM_VAR, DataOrder, Datatype};
 
-use crate::parse::{PResult, boolf, bytes, datatype, enum_u8, pipeline, string_u32, u32f, u64f};
+use crate::parse::{
+    PResult, boolf, bytes, datatype, enum_u8, fail, pipeline, string_u32, u32f, u64f,
+};
+
+/// The largest default fill (one cell) built for schemas of format versions before 6, which
+/// do not store the fill.
+const MAX_DEFAULT_FILL: u64 = 64 << 20;
 
 /// One attribute of an array.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,13 +103,30 @@ impl Attribute {
     pub(crate) fn parse(i: &[u8], version: u32) -> PResult<'_, Attribute> {
         let (i, name) = string_u32("attribute name")(i)?;
         let (i, dt) = datatype("attribute datatype")(i)?;
+        let cell_val_num_at = i;
         let (i, cell_val_num) = u32f("attribute cell_val_num")(i)?;
         let (i, filters) = pipeline("attribute filters", version)(i)?;
         let mut a = Attribute::new(name, dt);
         a.cell_val_num = cell_val_num;
         a.filters = filters;
-        a.fill_value = a.default_fill_value();
         let mut i = i;
+        if version < 6 {
+            // Before version 6 the fill is not stored: it is the type's default, one per
+            // value of a cell, built here from a `cell_val_num` read from disk.
+            let size = a.cell_size().map_or(0, |s| s as u64);
+            if size > MAX_DEFAULT_FILL {
+                return fail(
+                    cell_val_num_at,
+                    "attribute cell_val_num",
+                    format!(
+                        "{cell_val_num} values of {dt} make a {size}-byte cell; Tessera builds \
+                         the default fill of format {version} only for cells of at most \
+                         {MAX_DEFAULT_FILL} bytes"
+                    ),
+                );
+            }
+            a.fill_value = a.default_fill_value();
+        }
         if version >= 6 {
             let (rest, n) = u64f("attribute fill value size")(i)?;
             let (rest, fill) = bytes(rest, n, "attribute fill value")?;
@@ -144,5 +167,44 @@ impl Attribute {
         let e = self.enumeration.as_deref().unwrap_or("");
         out.extend_from_slice(&(e.len() as u32).to_le_bytes());
         out.extend_from_slice(e.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An attribute as a schema of format `version` stores it, up to its filters.
+    fn attribute_bytes(cell_val_num: u32) -> Vec<u8> {
+        let mut b = 1u32.to_le_bytes().to_vec();
+        b.push(b'a');
+        b.push(Datatype::Int64.id());
+        b.extend_from_slice(&cell_val_num.to_le_bytes());
+        FilterPipeline::default().write(&mut b);
+        b
+    }
+
+    #[test]
+    fn a_stored_fill_is_read_without_building_the_default() {
+        // Found by the `schema_payload` fuzz target: every attribute first built the default
+        // fill, `cell_val_num` (from disk) values long: 2^31 values were 16 GiB.
+        let mut b = attribute_bytes(1 << 31);
+        b.extend_from_slice(&8u64.to_le_bytes());
+        b.extend_from_slice(&7i64.to_le_bytes());
+        let (rest, a) = Attribute::parse(&b, 6).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(a.fill_value, 7i64.to_le_bytes());
+    }
+
+    #[test]
+    fn an_old_schema_builds_the_default_fill_only_for_cells_of_sane_size() {
+        let (_, a) = Attribute::parse(&attribute_bytes(3), 5).unwrap();
+        assert_eq!(a.fill_value, Datatype::Int64.default_fill_value().repeat(3));
+        let b = attribute_bytes(1 << 31);
+        let e = Attribute::parse(&b, 5).unwrap_err();
+        let nom::Err::Failure(e) = e else { panic!("{e:?}") };
+        assert_eq!(e.field, "attribute cell_val_num");
+        assert_eq!(b.len() - e.rest.len(), 6, "the offset of cell_val_num");
+        assert!(e.reason.contains("make a 17179869184-byte cell"), "{}", e.reason);
     }
 }

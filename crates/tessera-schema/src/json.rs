@@ -629,6 +629,14 @@ pub fn from_json(j: &SchemaJson) -> Result<(ArraySchema, Vec<Enumeration>)> {
         if let Some(fill) = &a.fill {
             attr.fill_value = cell_from_json(dt, cell_val_num, fill)?;
         }
+        if a.fill_validity == Some(true) && !a.nullable {
+            // libtiledb refuses a fill validity on an attribute that is not nullable, and
+            // the JSON of such an attribute has no `fill_validity`.
+            return Err(Error::json(format!(
+                "attribute {:?}: fill_validity is for nullable attributes",
+                a.name
+            )));
+        }
         attr.fill_value_validity = a.fill_validity.unwrap_or(false);
         if let Some(order) = &a.order {
             attr.order = DataOrder::from_name(order).map_err(|_| {
