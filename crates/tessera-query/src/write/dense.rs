@@ -65,7 +65,9 @@ impl DenseTiling {
             dom_lo.push(lo);
             extent.push(e);
             tile_idx.push([(sub[d][0] - lo) / e, (sub[d][1] - lo) / e]);
-            cells *= e;
+            cells = cells
+                .checked_mul(e)
+                .ok_or_else(|| Error::InvalidWrite("the space tiles hold too many cells".into()))?;
         }
         let cells_per_tile =
             usize::try_from(cells)
@@ -85,12 +87,13 @@ impl DenseTiling {
 
     /// Number of cells of the subarray.
     pub(crate) fn sub_cells(&self) -> u128 {
-        self.sub.iter().map(|r| (r[1] - r[0] + 1) as u128).product()
+        self.sub.iter().fold(1u128, |n, r| n.saturating_mul((r[1] - r[0] + 1) as u128))
     }
 
-    /// Number of space tiles the subarray intersects.
+    /// Number of space tiles the subarray intersects (checked not to overflow by
+    /// [`Self::new`]).
     pub(crate) fn tile_num(&self) -> u64 {
-        self.tile_idx.iter().map(|t| (t[1] - t[0] + 1) as u64).product()
+        self.tile_idx.iter().fold(1u64, |n, t| n.saturating_mul((t[1] - t[0] + 1) as u64))
     }
 
     /// The range of tile `k` (in tile order) per dimension.
