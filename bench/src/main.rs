@@ -16,16 +16,26 @@
 //!  "queries": [{"ranges": [["rows", [[4500, 5499]]], ["cols", [[2500, 3499]]]]}]}
 //! ```
 //!
-//! * `op`: `read` (every query runs on one opened array, one after the other) or `write`
-//!   (below). Other ops (`aggregate`, `consolidate`, …) are reserved for workloads Tessera
-//!   cannot run yet: the driver prints `{"unsupported": "..."}` and exits 0, and the
-//!   orchestrator shows the row without a Tessera time.
+//! * `op`: `read` (every query runs on one opened array, one after the other), `aggregate`,
+//!   `consolidate` or `write` (below). An op the driver does not know prints
+//!   `{"unsupported": "..."}` and exits 0, and the orchestrator shows the row without a
+//!   Tessera time.
 //! * `open_in_timer`: whether opening the array is timed (else only the queries are).
 //! * `layout`: `row-major`, `col-major`, `global` or `unordered` (absent: the engine's
 //!   default). `dims` / `attrs`: the fields returned (dimensions first).
 //! * `ranges`: per dimension, in order, a list of inclusive `[low, high]` ranges (integers,
 //!   floats or strings); several ranges on one dimension make a multi-range subarray; a
 //!   dimension not listed gets the non-empty domain.
+//!
+//! An `aggregate` spec is a `read` spec with `"aggregate": "sum"` (or `min`, `max`, `mean`,
+//! `null_count`): each query computes that aggregate of `checksum_field` (timed) instead of
+//! returning cells. `cells` is the number of queries and `checksum` `[v, 0, 0]` where `v` is
+//! the wrapping sum of the results as 64-bit integers (a float result: its bits).
+//!
+//! A `consolidate` spec (`{"op": "consolidate", "array": ..., "scratch": ...,
+//! "checksum_field": "a"}`) copies `array` to `<scratch>/tessera` (not timed), consolidates its
+//! fragments with the default options (timed), then reads the copy back whole for `cells` and
+//! `checksum` (not timed) and deletes it.
 //!
 //! A `write` spec writes input files into a fresh array as one fragment:
 //!
@@ -83,9 +93,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::json;
+use tessera::layers::query::consolidate;
 use tessera::layers::query::{Column, ReadResult};
 use tessera::layers::types::CELL_VAL_NUM_VAR;
-use tessera::{Array, ArraySchema, Layout, LocalStorage};
+use tessera::{Aggregate, AggregateValue, Array, ArraySchema, Layout, LocalStorage};
 
 /// One workload run, as the orchestrator writes it.
 #[derive(Debug, Deserialize)]
@@ -116,6 +127,9 @@ struct Spec {
     /// `write`: the input files.
     #[serde(default)]
     columns: Vec<ColumnSpec>,
+    /// `aggregate`: the aggregate of `checksum_field` each query computes.
+    #[serde(default)]
+    aggregate: Option<String>,
 }
 
 /// One field's input files of a `write`.
@@ -231,6 +245,8 @@ fn real_main() -> Result<()> {
     let out = match spec.op.as_str() {
         "read" => run_read(&spec)?,
         "write" => run_write(&spec)?,
+        "aggregate" => run_aggregate(&spec)?,
+        "consolidate" => run_consolidate(&spec)?,
         other => json!({
             "engine": "tessera",
             "workload": spec.workload,
@@ -359,6 +375,7 @@ fn run_write(spec: &Spec) -> Result<serde_json::Value> {
         ranges: Vec::new(),
         timestamp: None,
         columns: Vec::new(),
+        aggregate: None,
     })?;
     let verify_seconds = start.elapsed().as_secs_f64();
     remove_dir(&target)?;
@@ -373,6 +390,114 @@ fn run_write(spec: &Spec) -> Result<serde_json::Value> {
         "peak_rss_mb": write_rss,
         "process_peak_rss_mb": peak_rss_mb(),
     }))
+}
+
+/// Opens the array once and computes the spec's aggregate of `checksum_field` per query.
+fn run_aggregate(spec: &Spec) -> Result<serde_json::Value> {
+    let name = spec.aggregate.as_deref().context("an aggregate spec needs \"aggregate\"")?;
+    let aggregate = Aggregate::parse(&format!("{name}({})", spec.checksum_field))
+        .with_context(|| format!("aggregate {name:?}"))?;
+    let setup_rss = peak_rss_mb();
+    let mut timed = Duration::ZERO;
+    let start = Instant::now();
+    let array =
+        tessera::open(&spec.array).with_context(|| format!("opening {}", spec.array.display()))?;
+    if spec.open_in_timer {
+        timed += start.elapsed();
+    }
+    let mut total = 0u64;
+    for (i, q) in spec.queries.iter().enumerate() {
+        let query = build_query(&array, spec, q, None)?;
+        let start = Instant::now();
+        let values = query
+            .aggregate(std::slice::from_ref(&aggregate))
+            .with_context(|| format!("query {i} of {}", spec.workload))?;
+        timed += start.elapsed();
+        let bits = match values.first() {
+            Some(AggregateValue::Int(v)) => *v as u64,
+            Some(AggregateValue::UInt(v)) => *v,
+            Some(AggregateValue::Float(v)) => v.to_bits(),
+            Some(AggregateValue::Null) => 0,
+            other => bail!("unexpected aggregate value {other:?}"),
+        };
+        total = total.wrapping_add(bits);
+    }
+    Ok(json!({
+        "engine": "tessera",
+        "workload": spec.workload,
+        "seconds": timed.as_secs_f64(),
+        "cells": spec.queries.len(),
+        "checksum": [total, 0, 0],
+        "queries": spec.queries.len(),
+        "setup_peak_rss_mb": setup_rss,
+        "peak_rss_mb": peak_rss_mb(),
+    }))
+}
+
+/// Copies the spec's array to `<scratch>/tessera`, consolidates its fragments (timed), reads
+/// the copy back whole for the checksum and deletes it.
+fn run_consolidate(spec: &Spec) -> Result<serde_json::Value> {
+    let scratch = spec.scratch.as_ref().context("a consolidate spec needs \"scratch\"")?;
+    let target = scratch.join("tessera");
+    remove_dir(&target)?;
+    copy_dir(&spec.array, &target)?;
+    let setup_rss = peak_rss_mb();
+    let start = Instant::now();
+    let report = consolidate::consolidate(
+        Arc::new(LocalStorage::new(&target)),
+        consolidate::Mode::Fragments,
+        &consolidate::Options::default(),
+    )
+    .with_context(|| format!("consolidating {}", target.display()))?;
+    let seconds = start.elapsed().as_secs_f64();
+    let work_rss = peak_rss_mb();
+    let start = Instant::now();
+    let check = read_all(&Spec {
+        workload: spec.workload.clone(),
+        op: "read".into(),
+        array: target.clone(),
+        open_in_timer: false,
+        layout: None,
+        dims: Vec::new(),
+        attrs: vec![spec.checksum_field.clone()],
+        checksum_field: spec.checksum_field.clone(),
+        queries: vec![QuerySpec { ranges: Vec::new() }],
+        scratch: None,
+        ranges: Vec::new(),
+        timestamp: None,
+        columns: Vec::new(),
+        aggregate: None,
+    })?;
+    let verify_seconds = start.elapsed().as_secs_f64();
+    remove_dir(&target)?;
+    Ok(json!({
+        "engine": "tessera",
+        "workload": spec.workload,
+        "seconds": seconds,
+        "cells": check.cells,
+        "checksum": [check.checksum.sum, check.checksum.bytes, check.checksum.len_sq],
+        "fragments_merged": report.inputs.len(),
+        "verify_seconds": verify_seconds,
+        "setup_peak_rss_mb": setup_rss,
+        "peak_rss_mb": work_rss,
+        "process_peak_rss_mb": peak_rss_mb(),
+    }))
+}
+
+/// Copies the folder `from` (files and sub-folders) to `to`.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
+        let entry = entry?;
+        let dest = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &dest)?;
+        } else {
+            fs::copy(entry.path(), &dest)
+                .with_context(|| format!("copying {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Deletes a folder and everything in it, if it is there.

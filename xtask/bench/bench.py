@@ -1,6 +1,6 @@
 """`cargo xtask bench`: the same workloads in Tessera and in libtiledb, side by side.
 
-Run by xtask (``cargo xtask bench [--quick] [--only NAME ...] [--runs N] [--list]
+Run by xtask (``cargo xtask bench [--quick | --smoke] [--only NAME ...] [--runs N] [--list]
 [--regenerate]``) with the reference venv's python and the path of the release
 ``tessera-bench`` binary. Not run in CI.
 
@@ -39,8 +39,8 @@ Output: a table on stdout, ``target/bench/summary.json`` (``[{"workload", "tesse
 "tessera_peak_rss_mb", "libtiledb_peak_rss_mb"}]``, medians of the times and maxima of the
 RSS), and ``target/bench/runs.json`` with every run and the datasets' facts.
 
-A workload whose op an engine does not implement yet (the drivers know ``read`` and
-``write``) shows that engine's columns as null / "n/a". To add a workload: add its dataset
+A workload whose op an engine does not implement (the drivers know ``read``, ``write``,
+``aggregate`` and ``consolidate``) shows that engine's columns as null / "n/a". To add a workload: add its dataset
 to datasets.py if needed (and, for a write, its inputs to ``datasets.INPUTS``), then a
 ``Workload`` below whose ``spec`` builds the spec from the dataset facts; a new op needs a
 branch in both drivers.
@@ -88,6 +88,8 @@ class Workload:
     spec: Callable[[dict], dict]
     # the inputs (datasets.INPUTS) of a write workload
     inputs: str | None = None
+    # whether each run works on its own copy under target/bench/scratch (writes, consolidation)
+    scratch: bool = False
 
 
 def _full_2d(n: int) -> list:
@@ -112,7 +114,8 @@ def dense_strided(info: dict) -> dict:
     # 100 single rows, evenly spaced (a multi-range subarray), every column.
     n = info["params"]["n"]
     step = n // 100
-    rows = [[7 + i * step, 7 + i * step] for i in range(100)]
+    first = 7 % step
+    rows = [[first + i * step, first + i * step] for i in range(100)]
     ranges = [["rows", rows], ["cols", [[0, n - 1]]]]
     return read_spec(attrs=["a"], layout="row-major", queries=[{"ranges": ranges}])
 
@@ -193,40 +196,59 @@ def strings_write(info: dict) -> dict:
     return write_spec(info, "row-major", [["i", [[0, n - 1]]]])
 
 
+def dense_sum(info: dict) -> dict:
+    # The sum of every cell of the dense array.
+    n = info["params"]["n"]
+    return {"op": "aggregate", "aggregate": "sum", "open_in_timer": False, "attrs": ["a"],
+            "checksum_field": "a", "queries": [{"ranges": _full_2d(n)}]}
+
+
+def consolidate_all(info: dict) -> dict:
+    # Every fragment into one, with each engine's default settings (libtiledb's config
+    # defaults: one step over all fragments).
+    return {"op": "consolidate", "checksum_field": "a"}
+
+
+def _dense_workloads(kind: str, what: str) -> list:
+    """The read and write workloads of the dense dataset ``kind`` and its zstd twin."""
+    out = []
+    for ds, filt in ((kind, "unfiltered"), (kind + "_zstd", "zstd")):
+        out += [
+            Workload(f"{ds}_full", ds, f"dense {what} n x n, {filt}: full read", dense_full),
+            Workload(f"{ds}_box1pct", ds, f"dense {what}, {filt}: 1 % box", dense_box),
+            Workload(f"{ds}_strided100", ds,
+                     f"dense {what}, {filt}: 100 strided rows (multi-range)", dense_strided),
+        ]
+    for ds, filt in ((kind, "unfiltered"), (kind + "_zstd", "zstd")):
+        out.append(Workload(f"{ds}_write", ds,
+                            f"write dense {what} n x n, {filt}: whole domain, row-major",
+                            dense_write, inputs=kind))
+    return out
+
+
 WORKLOADS = [
-    Workload("dense_int32_full", "dense_int32", "dense int32 n x n, unfiltered: full read",
-             dense_full),
-    Workload("dense_int32_zstd_full", "dense_int32_zstd", "dense int32 n x n, zstd: full read",
-             dense_full),
-    Workload("dense_int32_box1pct", "dense_int32", "dense int32, unfiltered: 1 % box",
-             dense_box),
-    Workload("dense_int32_zstd_box1pct", "dense_int32_zstd", "dense int32, zstd: 1 % box",
-             dense_box),
-    Workload("dense_int32_strided100", "dense_int32",
-             "dense int32, unfiltered: 100 strided rows (multi-range)", dense_strided),
-    Workload("dense_int32_zstd_strided100", "dense_int32_zstd",
-             "dense int32, zstd: 100 strided rows (multi-range)", dense_strided),
+    *_dense_workloads("dense_int32", "int32"),
+    *_dense_workloads("dense_float64", "float64"),
     Workload("sparse_points_full", "sparse_points",
              "sparse int64 2-D points + float64: full read (coords + attribute, global order)",
              sparse_full),
     Workload("sparse_points_boxes1000", "sparse_points",
              "sparse int64 2-D points + float64: 1000 small boxes, one query each",
              sparse_boxes),
-    Workload("strings_full", "strings", "var-sized strings: full read", strings_full),
-    Workload("fragments_open_one_cell", "fragments",
-             "open an array of many fragments and read one cell (open timed)",
-             fragments_one_cell),
-    Workload("dense_int32_write", "dense_int32",
-             "write dense int32 n x n, unfiltered: whole domain, row-major", dense_write,
-             inputs="dense_int32"),
-    Workload("dense_int32_zstd_write", "dense_int32_zstd",
-             "write dense int32 n x n, zstd: whole domain, row-major", dense_write,
-             inputs="dense_int32"),
     Workload("sparse_points_write", "sparse_points",
              "write sparse int64 2-D points + float64: distinct random points, unordered",
              sparse_write, inputs="sparse_points"),
+    Workload("strings_full", "strings", "var-sized strings: full read", strings_full),
     Workload("strings_write", "strings", "write var-sized strings: whole domain, row-major",
              strings_write, inputs="strings"),
+    Workload("fragments_open_one_cell", "fragments",
+             "open an array of many fragments and read one cell (open timed)",
+             fragments_one_cell),
+    Workload("dense_int32_sum", "dense_int32", "sum of every cell of the dense int32 array",
+             dense_sum),
+    Workload("consolidate_100_fragments", "consolidate",
+             "consolidate 100 fragments of a 1-D zstd int32 array into one", consolidate_all,
+             scratch=True),
 ]
 
 
@@ -394,6 +416,8 @@ def main() -> int:
     ap.add_argument("--tessera-bench", type=Path, help="the release tessera-bench binary")
     ap.add_argument("--root", type=Path, default=HERE.parent.parent)
     ap.add_argument("--quick", action="store_true", help="smaller arrays")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny arrays: checks that the drivers run and agree (CI), times mean nothing")
     ap.add_argument("--only", action="append", default=[], metavar="NAME",
                     help="run only this workload (repeatable; shell-style wildcards)")
     ap.add_argument("--runs", type=int, default=5, help="runs per engine (the median is reported)")
@@ -427,7 +451,7 @@ def main() -> int:
     scratch_dir = out_dir / "scratch"
     specs.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    mode = "quick" if args.quick else "full"
+    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
     print(f"bench: {mode} mode, {len(selected)} workload(s), {args.runs} run(s) per engine, "
           f"{os.cpu_count()} cores", flush=True)
     load_before = os.getloadavg()
@@ -439,7 +463,7 @@ def main() -> int:
     rows, notes, details, failed = [], {}, [], False
     for w in selected:
         if w.dataset not in infos:
-            infos[w.dataset] = datasets.ensure(data, datasets.DATASETS[w.dataset], args.quick,
+            infos[w.dataset] = datasets.ensure(data, datasets.DATASETS[w.dataset], mode,
                                                regenerate=args.regenerate)
         info = infos[w.dataset]
         array = Path(info["uri"]).resolve()
@@ -447,7 +471,7 @@ def main() -> int:
         if w.inputs is not None:
             if w.inputs not in inputs_infos:
                 inputs_infos[w.inputs] = datasets.ensure_inputs(
-                    inputs_dir, datasets.INPUTS[w.inputs], args.quick,
+                    inputs_dir, datasets.INPUTS[w.inputs], mode,
                     regenerate=args.regenerate)
             inp = inputs_infos[w.inputs]
             expected = (inp["cells"], tuple(inp["checksum"]))
@@ -457,6 +481,9 @@ def main() -> int:
             warm(Path(inp["folder"]))
         else:
             spec = {"workload": w.name, "array": str(array), **w.spec(info)}
+            if w.scratch:
+                scratch = scratch_dir / w.name
+                spec["scratch"] = str(scratch)
             warm(array)
         spec_path = specs / f"{w.name}.json"
         spec_path.write_text(json.dumps(spec) + "\n")

@@ -36,11 +36,21 @@ GENERATOR_VERSION = 1
 STAMP = "dataset.json"
 
 
+# The dataset sizes: "full" (the issue's sizes), "quick" (a few seconds each) and "smoke" (tiny:
+# CI runs every workload once at this size to check that both drivers still agree).
+SIZES = ("full", "quick", "smoke")
+
+
+def pick(size: str, full, quick, smoke):
+    """The parameter value for ``size``."""
+    return {"full": full, "quick": quick, "smoke": smoke}[size]
+
+
 @dataclass(frozen=True)
 class Dataset:
     name: str
     description: str
-    # params(quick) -> the parameters of the arrays to generate
+    # params(size) -> the parameters of the arrays to generate (size: SIZES)
     params: Callable[[bool], dict]
     # generate(uri, params) -> extra facts to record in dataset.json
     generate: Callable[[str, dict], dict]
@@ -52,9 +62,9 @@ def dataset_dir(data: Path, ds: Dataset, params: dict) -> Path:
     return data / f"{ds.name}-{key}"
 
 
-def ensure(data: Path, ds: Dataset, quick: bool, regenerate: bool = False) -> dict:
+def ensure(data: Path, ds: Dataset, size: str, regenerate: bool = False) -> dict:
     """Generate the dataset unless a complete one is there; return its dataset.json."""
-    params = ds.params(quick)
+    params = ds.params(size)
     folder = dataset_dir(data, ds, params)
     stamp = folder / STAMP
     if stamp.is_file() and not regenerate:
@@ -104,16 +114,26 @@ def _describe_filters(schema: tiledb.ArraySchema) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Dense 2-D int32: n x n cells, tiles t x t, values uniform in [-1000, 1000) (so zstd has
-# something to compress), row-major tile and cell order, written in one fragment.
+# Dense 2-D int32 or float64: n x n cells, tiles t x t, values uniform in [-1000, 1000) (int32)
+# or those integers / 8 (float64), so zstd has something to compress; row-major tile and cell
+# order, written in one fragment.
 
 
-def dense_params(filt: str | None):
-    def params(quick: bool) -> dict:
-        n, t = (2_000, 500) if quick else (10_000, 1_000)
-        return {"n": n, "tile": t, "filter": filt, "seed": 1}
+def dense_params(filt: str | None, dtype: str = "int32"):
+    def params(size: str) -> dict:
+        n, t = pick(size, (10_000, 1_000), (2_000, 500), (200, 50))
+        p = {"n": n, "tile": t, "filter": filt, "seed": 1}
+        if dtype != "int32":
+            p["dtype"] = dtype
+        return p
 
     return params
+
+
+def dense_values(rng: np.random.Generator, size, dtype: str) -> np.ndarray:
+    """The dense datasets' (and dense write inputs') values of one type."""
+    a = rng.integers(-1000, 1000, size=size, dtype=np.int32)
+    return a if dtype == "int32" else (a / 8.0).astype(np.float64)
 
 
 def gen_dense(uri: str, p: dict) -> dict:
@@ -125,14 +145,15 @@ def gen_dense(uri: str, p: dict) -> dict:
     schema = tiledb.ArraySchema(
         domain=dom,
         sparse=False,
-        attrs=[tiledb.Attr("a", dtype=np.int32, filters=_filters(p["filter"]))],
+        attrs=[tiledb.Attr("a", dtype=np.dtype(p.get("dtype", "int32")),
+                           filters=_filters(p["filter"]))],
         cell_order="row-major",
         tile_order="row-major",
     )
     tiledb.Array.create(uri, schema)
     rng = np.random.default_rng(p["seed"])
     with tiledb.open(uri, "w", timestamp=1) as A:
-        A[:] = rng.integers(-1000, 1000, size=(n, n), dtype=np.int32)
+        A[:] = dense_values(rng, (n, n), p.get("dtype", "int32"))
     return {"cells": n * n, "filters": _describe_filters(schema)}
 
 
@@ -141,9 +162,9 @@ def gen_dense(uri: str, p: dict) -> dict:
 # attribute; libtiledb's default filters (coordinates zstd), default capacity.
 
 
-def sparse_params(quick: bool) -> dict:
+def sparse_params(size: str) -> dict:
     return {
-        "points": 1_000_000 if quick else 10_000_000,
+        "points": pick(size, 10_000_000, 1_000_000, 10_000),
         "domain": 1_000_000,
         "tile": 100_000,
         "capacity": 10_000,
@@ -182,8 +203,9 @@ def gen_sparse(uri: str, p: dict) -> dict:
 # [0, 32], libtiledb's default filters.
 
 
-def strings_params(quick: bool) -> dict:
-    return {"n": 500_000 if quick else 5_000_000, "tile": 100_000, "max_len": 32, "seed": 3}
+def strings_params(size: str) -> dict:
+    return {"n": pick(size, 5_000_000, 500_000, 10_000), "tile": pick(size, 100_000, 100_000, 1_000),
+            "max_len": 32, "seed": 3}
 
 
 def gen_strings(uri: str, p: dict) -> dict:
@@ -210,8 +232,8 @@ def gen_strings(uri: str, p: dict) -> dict:
 # (fragment i holds cells [i*per, (i+1)*per), timestamp i+1).
 
 
-def fragments_params(quick: bool) -> dict:
-    return {"fragments": 100 if quick else 1000, "per": 1000, "seed": 4}
+def fragments_params(size: str) -> dict:
+    return {"fragments": pick(size, 1000, 100, 10), "per": 1000, "seed": 4}
 
 
 def gen_fragments(uri: str, p: dict) -> dict:
@@ -231,17 +253,50 @@ def gen_fragments(uri: str, p: dict) -> dict:
     return {"cells": f * per, "filters": _describe_filters(schema)}
 
 
+# ---------------------------------------------------------------------------------------------
+# Fragments to consolidate: a 1-D dense int32 array of `fragments` fragments of `per` cells each
+# (as above, a bigger `per`), zstd-filtered as users' arrays usually are.
+
+
+def consolidate_params(size: str) -> dict:
+    return {"fragments": pick(size, 100, 100, 10), "per": pick(size, 100_000, 1_000, 100),
+            "seed": 6}
+
+
+def gen_consolidate(uri: str, p: dict) -> dict:
+    f, per = p["fragments"], p["per"]
+    dom = tiledb.Domain(tiledb.Dim("i", domain=(0, f * per - 1), tile=min(per, 10_000),
+                                   dtype=np.int64))
+    schema = tiledb.ArraySchema(
+        domain=dom, sparse=False, attrs=[tiledb.Attr("a", dtype=np.int32,
+                                                     filters=_filters("zstd"))]
+    )
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(p["seed"])
+    ctx = tiledb.Ctx()
+    for i in range(f):
+        with tiledb.open(uri, "w", timestamp=i + 1, ctx=ctx) as A:
+            A[i * per : (i + 1) * per] = rng.integers(-1000, 1000, size=per, dtype=np.int32)
+    return {"cells": f * per, "filters": _describe_filters(schema)}
+
+
 DATASETS = {
     ds.name: ds
     for ds in [
         Dataset("dense_int32", "dense 2-D int32, unfiltered", dense_params(None), gen_dense),
         Dataset("dense_int32_zstd", "dense 2-D int32, zstd level 3", dense_params("zstd"),
                 gen_dense),
+        Dataset("dense_float64", "dense 2-D float64, unfiltered",
+                dense_params(None, "float64"), gen_dense),
+        Dataset("dense_float64_zstd", "dense 2-D float64, zstd level 3",
+                dense_params("zstd", "float64"), gen_dense),
         Dataset("sparse_points", "sparse 2-D int64 points, float64 attribute", sparse_params,
                 gen_sparse),
         Dataset("strings", "dense 1-D var-sized UTF-8 strings", strings_params, gen_strings),
         Dataset("fragments", "dense 1-D int32 written as many small fragments",
                 fragments_params, gen_fragments),
+        Dataset("consolidate", "dense 1-D int32, zstd, written as 100 fragments",
+                consolidate_params, gen_consolidate),
     ]
 }
 
@@ -257,17 +312,17 @@ INPUTS_STAMP = "inputs.json"
 class Inputs:
     name: str
     description: str
-    # params(quick) -> the parameters of the inputs to generate
+    # params(size) -> the parameters of the inputs to generate
     params: Callable[[bool], dict]
     # generate(folder, params) -> {"files": {field: {"data": file, "offsets": file?}},
     #                              "cells": n, "checksum_field": f, "checksum": [...], ...}
     generate: Callable[[Path, dict], dict]
 
 
-def ensure_inputs(base: Path, inp: Inputs, quick: bool, regenerate: bool = False) -> dict:
+def ensure_inputs(base: Path, inp: Inputs, size: str, regenerate: bool = False) -> dict:
     """Generate the inputs unless complete ones are there; return their inputs.json (file
     names made absolute)."""
-    params = inp.params(quick)
+    params = inp.params(size)
     blob = json.dumps({"v": GENERATOR_VERSION, "name": inp.name, "params": params},
                       sort_keys=True)
     folder = base / f"{inp.name}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
@@ -308,21 +363,27 @@ def _inputs_facts(files: dict, cells: int, field: str, data: np.ndarray,
     return {"files": files, "cells": int(cells), "checksum_field": field, "checksum": cs}
 
 
-def dense_inputs_params(quick: bool) -> dict:
-    # The dense datasets' size, other values (same distribution).
-    return {"n": dense_params(None)(quick)["n"], "seed": 11}
+def dense_inputs_params(dtype: str = "int32"):
+    def params(size: str) -> dict:
+        # The dense datasets' size, other values (same distribution).
+        p = {"n": dense_params(None)(size)["n"], "seed": 11}
+        if dtype != "int32":
+            p["dtype"] = dtype
+        return p
+
+    return params
 
 
 def gen_dense_inputs(folder: Path, p: dict) -> dict:
-    # n x n int32 in row-major order of the whole domain.
+    # n x n values in row-major order of the whole domain.
     n = p["n"]
-    a = np.random.default_rng(p["seed"]).integers(-1000, 1000, size=n * n, dtype=np.int32)
+    a = dense_values(np.random.default_rng(p["seed"]), n * n, p.get("dtype", "int32"))
     a.tofile(folder / "a.data")
     return _inputs_facts({"a": {"data": "a.data"}}, n * n, "a", a)
 
 
-def sparse_inputs_params(quick: bool) -> dict:
-    sp = sparse_params(quick)
+def sparse_inputs_params(size: str) -> dict:
+    sp = sparse_params(size)
     return {"points": sp["points"], "domain": sp["domain"], "seed": 12}
 
 
@@ -349,8 +410,8 @@ def gen_sparse_inputs(folder: Path, p: dict) -> dict:
     return _inputs_facts(files, n, "a", a)
 
 
-def strings_inputs_params(quick: bool) -> dict:
-    sp = strings_params(quick)
+def strings_inputs_params(size: str) -> dict:
+    sp = strings_params(size)
     return {"n": sp["n"], "max_len": sp["max_len"], "seed": 13}
 
 
@@ -372,8 +433,10 @@ def gen_strings_inputs(folder: Path, p: dict) -> dict:
 INPUTS = {
     inp.name: inp
     for inp in [
-        Inputs("dense_int32", "n x n int32 cells, row-major", dense_inputs_params,
+        Inputs("dense_int32", "n x n int32 cells, row-major", dense_inputs_params(),
                gen_dense_inputs),
+        Inputs("dense_float64", "n x n float64 cells, row-major",
+               dense_inputs_params("float64"), gen_dense_inputs),
         Inputs("sparse_points", "distinct random int64 2-D points, unordered, float64 values",
                sparse_inputs_params, gen_sparse_inputs),
         Inputs("strings", "var-sized lowercase ASCII strings, data + u64 offsets",
@@ -383,9 +446,9 @@ INPUTS = {
 
 
 if __name__ == "__main__":
-    # Generate by hand: python datasets.py DATA_DIR [--quick] [NAME ...]
+    # Generate by hand: python datasets.py DATA_DIR [--quick | --smoke] [NAME ...]
     args = sys.argv[1:]
-    quick = "--quick" in args
+    size = "smoke" if "--smoke" in args else ("quick" if "--quick" in args else "full")
     names = [a for a in args[1:] if not a.startswith("--")] or list(DATASETS)
     for name in names:
-        print(json.dumps(ensure(Path(args[0]), DATASETS[name], quick), indent=1))
+        print(json.dumps(ensure(Path(args[0]), DATASETS[name], size), indent=1))

@@ -592,7 +592,7 @@ impl<'a> FragmentWrite<'a> {
         {
             let dims = dim_cells(schema, &cells);
             check_bounds(schema, &dims)?;
-            let order = CellOrder::new(schema, dims.clone());
+            let order = CellOrder::new(schema, dims.clone()).with_keys();
             if let Some(k) = order.first_unsorted(n) {
                 return Err(unsorted_error(schema, &dims, k));
             }
