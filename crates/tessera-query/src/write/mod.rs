@@ -719,6 +719,33 @@ fn tiling_cell_order(schema: &tessera_schema::ArraySchema) -> Layout {
 }
 
 /// The dimension buffers among the stored fields of a sparse write, in schema order.
+/// The order in which an unordered sparse write stores cells: the permutation of
+/// `dimensions`' cells (one column per dimension, any order of columns) that sorts them into
+/// the array's global order (tile order then cell order, or Hilbert order). Lets a caller
+/// prepare a global-order write, or measure the sort, without writing anything.
+///
+/// # Errors
+/// [`Error::InvalidWrite`] for a dense array, a missing dimension, columns of the wrong type
+/// or length, coordinates outside the domain, or two cells with the same coordinates when
+/// the schema forbids duplicates.
+pub fn global_order(
+    schema: &tessera_schema::ArraySchema,
+    dimensions: Vec<Column>,
+) -> Result<Vec<usize>> {
+    if schema.is_dense() {
+        return Err(Error::InvalidWrite(
+            "a dense array's cells are ordered by their subarray, not by coordinates".into(),
+        ));
+    }
+    let fields: Vec<Field> = (0..schema.dimensions.len()).map(Field::Dimension).collect();
+    let (cells, _) = check_columns(schema, &fields, dimensions)?;
+    let dims: Vec<&FieldCells> = cells.iter().collect();
+    check_bounds(schema, &dims)?;
+    CellOrder::new(schema, dims.clone())
+        .sort(!schema.allows_duplicates)
+        .map_err(|i| duplicate_error(schema, &dims, i))
+}
+
 fn dim_cells<'c>(
     schema: &tessera_schema::ArraySchema,
     cells: &'c [FieldCells],
