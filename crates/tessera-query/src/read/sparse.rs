@@ -303,6 +303,10 @@ fn u64_at(data: &[u8], i: usize) -> u64 {
     u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
 }
 
+/// Decoded bytes per fragment an unbounded concatenation loads at a time (see
+/// [`SparseReader::concat_batch`]).
+const CONCAT_WINDOW: u64 = 64 << 20;
+
 /// A sparse read in progress.
 #[derive(Debug)]
 pub(crate) struct SparseReader<'a> {
@@ -679,9 +683,13 @@ impl<'a> SparseReader<'a> {
 
     /// Loads the next window of tiles of each fragment in `which` into its cursor.
     fn load_windows(&mut self, which: &[usize]) -> Result<()> {
-        let unbounded = self.budget.is_none();
-        let per_frag =
-            self.budget.map_or(u64::MAX, |b| (b / self.frags.len().max(1) as u64).max(1));
+        // An unbounded concatenation still loads a window at a time: each is copied into the
+        // result and dropped before the next, so the decoded tiles never all live at once.
+        let per_frag = match self.budget {
+            Some(b) => (b / self.frags.len().max(1) as u64).max(1),
+            None if self.mode == Mode::Concat => CONCAT_WINDOW,
+            None => u64::MAX,
+        };
         // (fragment, tile overlap)
         let mut window: Vec<(usize, TileOverlap)> = Vec::new();
         for &f in which {
@@ -692,7 +700,7 @@ impl<'a> SparseReader<'a> {
                 let cells = frag.cells.get(ov.tile);
                 let size: u64 =
                     frag.readers.iter().flatten().map(|r| r.decoded_size(ov.tile, cells)).sum();
-                if !unbounded && used > 0 && used + size > per_frag {
+                if used > 0 && used + size > per_frag {
                     break;
                 }
                 used += size;
@@ -950,11 +958,7 @@ impl<'a> SparseReader<'a> {
     fn start(&mut self) -> Result<()> {
         self.started = true;
         match self.mode {
-            Mode::Concat if self.budget.is_none() => {
-                // Everything at once: all fragments' tiles fetched and decoded together.
-                let all: Vec<usize> = (0..self.frags.len()).collect();
-                self.load_windows(&all)
-            }
+            // Fragment after fragment, window after window (`concat_batch`, `ensure`).
             Mode::Concat => Ok(()),
             Mode::Merge => {
                 let all: Vec<usize> = (0..self.frags.len()).collect();
@@ -1358,54 +1362,94 @@ impl<'a> SparseReader<'a> {
 
     /// Concatenation without a budget: appends every remaining cell to `out`, tile after
     /// tile, each tile's kept cells as runs of consecutive cells (no per-cell bookkeeping).
+    /// Tiles are loaded a window at a time ([`CONCAT_WINDOW`] decoded bytes per fragment),
+    /// each window copied and dropped before the next is loaded, into columns reserved
+    /// once for every cell the remaining tiles hold.
     fn concat_batch(&mut self, out: &mut ReadResult) -> Result<bool> {
-        let mut tiles: Vec<Arc<LoadedTile>> = Vec::new();
-        let mut runs: Vec<Run> = Vec::new();
-        let mut n = 0u64;
+        self.reserve_concat(out);
+        let mut any = false;
         loop {
-            let f = self.concat_frag;
-            if f >= self.frags.len() {
-                break;
-            }
-            self.ensure(f)?;
-            let Some(t) = self.cursors[f].tiles.pop_front() else {
-                self.concat_frag += 1;
-                continue;
-            };
-            let slot = tiles.len() as u32;
-            let sel = &t.sel;
-            let mut i = 0;
-            while i < sel.len() {
-                if !self.keep_after_dedup(&t, i) {
-                    i += 1;
+            let mut tiles: Vec<Arc<LoadedTile>> = Vec::new();
+            let mut runs: Vec<Run> = Vec::new();
+            let mut n = 0u64;
+            let mut bytes = 0u64;
+            loop {
+                let f = self.concat_frag;
+                if f >= self.frags.len() {
+                    break;
+                }
+                // Copy what the loaded windows gave before loading another one.
+                if self.cursors[f].tiles.is_empty() && bytes >= CONCAT_WINDOW / 4 {
+                    break;
+                }
+                self.ensure(f)?;
+                let Some(t) = self.cursors[f].tiles.pop_front() else {
+                    self.concat_frag += 1;
                     continue;
+                };
+                bytes += t.bytes();
+                let slot = tiles.len() as u32;
+                let sel = &t.sel;
+                let mut i = 0;
+                while i < sel.len() {
+                    if !self.keep_after_dedup(&t, i) {
+                        i += 1;
+                        continue;
+                    }
+                    let first = sel[i];
+                    let mut len = 1;
+                    while i + len < sel.len()
+                        && u64::from(sel[i + len]) == u64::from(first) + len as u64
+                        && self.keep_after_dedup(&t, i + len)
+                    {
+                        len += 1;
+                    }
+                    runs.push(Run { slot, src: u64::from(first), dst: n, len: len as u64 });
+                    n += len as u64;
+                    i += len;
                 }
-                let first = sel[i];
-                let mut len = 1;
-                while i + len < sel.len()
-                    && u64::from(sel[i + len]) == u64::from(first) + len as u64
-                    && self.keep_after_dedup(&t, i + len)
-                {
-                    len += 1;
-                }
-                runs.push(Run { slot, src: u64::from(first), dst: n, len: len as u64 });
-                n += len as u64;
-                i += len;
+                tiles.push(t);
             }
-            tiles.push(t);
+            if tiles.is_empty() {
+                return Ok(any);
+            }
+            if n > 0 {
+                any = true;
+                out.columns
+                    .par_iter_mut()
+                    .zip(self.out.par_iter().zip(self.out_slots.par_iter()))
+                    .for_each(|(col, (f, &s))| {
+                        let field_tiles: Vec<Option<Arc<DecodedTile>>> =
+                            tiles.iter().map(|t| t.fields[s].clone()).collect();
+                        copy_runs(f, col, &runs, &field_tiles);
+                    });
+            }
         }
-        if n == 0 {
-            return Ok(false);
+    }
+
+    /// Reserves room in `out` for every cell of the tiles a concatenation has still to read
+    /// (an upper bound: tiles partly outside the subarray count whole), so that the columns
+    /// grow without reallocating. Var-sized values are left to grow.
+    fn reserve_concat(&self, out: &mut ReadResult) {
+        let cells: u64 = self
+            .frags
+            .iter()
+            .skip(self.concat_frag)
+            .map(|f| f.tiles[f.next..].iter().map(|ov| f.cells.get(ov.tile)).sum::<u64>())
+            .sum::<u64>()
+            + self.cursors.iter().flat_map(|c| &c.tiles).map(|t| t.sel.len() as u64).sum::<u64>();
+        let Ok(cells) = usize::try_from(cells) else { return };
+        for (col, f) in out.columns.iter_mut().zip(&self.out) {
+            if f.is_var() {
+                col.offsets.get_or_insert_with(Vec::new).reserve(cells);
+            } else {
+                let size = f.datatype.size().saturating_mul(f.cell_val_num as usize);
+                col.data.reserve(cells.saturating_mul(size));
+            }
+            if let Some(v) = &mut col.validity {
+                v.reserve(cells);
+            }
         }
-        out.columns
-            .par_iter_mut()
-            .zip(self.out.par_iter().zip(self.out_slots.par_iter()))
-            .for_each(|(col, (f, &s))| {
-                let field_tiles: Vec<Option<Arc<DecodedTile>>> =
-                    tiles.iter().map(|t| t.fields[s].clone()).collect();
-                copy_runs(f, col, &runs, &field_tiles);
-            });
-        Ok(true)
     }
 
     /// Appends `cells` to the columns of `out`.
