@@ -9,8 +9,8 @@ use crate::chunking::{Split, use_tile_chunking, validate_offsets};
 use crate::framing::STRING_PATH_OFFSETS_TILE;
 use crate::tile::{
     VarTile, check_len, decode_string_tile, decode_tile, decode_tile_exact,
-    decode_tile_exact_sequential, encode_string_tile, encode_tile, layout_of, offsets_from_bytes,
-    offsets_to_bytes,
+    decode_tile_exact_sequential, decode_tile_exact_sequential_into, encode_string_tile,
+    encode_tile, layout_of, offsets_from_bytes, offsets_to_bytes,
 };
 use crate::{Error, Result};
 
@@ -191,6 +191,19 @@ impl TileCodec {
     /// As [`Self::decode_exact`].
     pub fn decode_exact_sequential(&self, tile: &[u8], expected_len: u64) -> Result<Vec<u8>> {
         decode_tile_exact_sequential(&self.codec, tile, expected_len)
+    }
+
+    /// [`Self::decode_exact_sequential`] appending to `out` (a buffer the caller reuses).
+    ///
+    /// # Errors
+    /// As [`Self::decode_exact`]; `out` is then as it was.
+    pub fn decode_exact_sequential_into(
+        &self,
+        tile: &[u8],
+        expected_len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        decode_tile_exact_sequential_into(&self.codec, tile, expected_len, out)
     }
 
     /// Encodes an offsets tile from the cells' start offsets.

@@ -128,11 +128,43 @@ pub fn decode_framed_sequential<B: AsRef<[u8]>>(
     framed: &FramedTile<B>,
 ) -> Result<Vec<u8>> {
     let mut out = try_alloc(reservation(framed), "unfiltered tile")?;
+    decode_framed_sequential_into(codec, framed, &mut out)?;
+    Ok(out)
+}
+
+/// [`decode_tile_exact_sequential`] appending to `out`, so that a caller can decode into a
+/// buffer it reuses (memory already mapped costs no page faults). On error, `out` holds
+/// what it held before.
+///
+/// # Errors
+/// As [`decode_tile_exact`].
+pub fn decode_tile_exact_sequential_into(
+    codec: &PipelineCodec,
+    tile: &[u8],
+    expected_len: u64,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let framed = FramedTile::parse(tile)?;
+    check_len("tile", expected_len, framed.orig_len())?;
+    let start = out.len();
+    let want = usize::try_from(reservation(&framed))
+        .map_err(|_| Error::Allocation { what: "unfiltered tile", bytes: expected_len })?;
+    out.try_reserve(want)
+        .map_err(|_| Error::Allocation { what: "unfiltered tile", bytes: expected_len })?;
+    decode_framed_sequential_into(codec, &framed, out).inspect_err(|_| out.truncate(start))
+}
+
+/// Appends each chunk of an already parsed tile to `out`, one after the other.
+fn decode_framed_sequential_into<B: AsRef<[u8]>>(
+    codec: &PipelineCodec,
+    framed: &FramedTile<B>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let mut scratch = Scratch::default();
     for c in framed.iter() {
-        decode_one(codec, c.info, c.metadata, c.data, &mut out, &mut scratch)?;
+        decode_one(codec, c.info, c.metadata, c.data, out, &mut scratch)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Decodes an already parsed tile into a new vector (see [`decode_tile`]).

@@ -49,6 +49,7 @@ pub(crate) mod column;
 mod dense;
 mod meter;
 pub(crate) mod order;
+mod pool;
 pub(crate) mod sparse;
 pub(crate) mod stats;
 pub(crate) mod subarray;
@@ -425,12 +426,16 @@ impl<'a> ReadQuery<'a> {
             let layout =
                 if subarray.is_multi_range() { Layout::RowMajor } else { Layout::GlobalOrder };
             let mut r = DenseReader::new(array, &subarray, out, layout, budget, condition)?;
-            r.aggregate(&plan, use_metadata)?
+            let total = r.aggregate(&plan, use_metadata);
+            pool::release();
+            total?
         } else {
             let filter = SparseFilter { condition, deletes: self.deletes()? };
             let mut r =
                 SparseReader::new(array, &subarray, out, Layout::Unordered, budget, filter)?;
-            r.aggregate(&plan, use_metadata)?
+            let total = r.aggregate(&plan, use_metadata);
+            pool::release();
+            total?
         };
         Ok(plan.finish(&total))
     }
@@ -446,6 +451,13 @@ pub struct Batches<'a> {
     inner: Inner<'a>,
     /// The decoded tile bytes a sparse read holds.
     meter: Option<Arc<TileMeter>>,
+}
+
+impl Drop for Batches<'_> {
+    /// The read is over: the buffers it pooled for reuse go back to the allocator.
+    fn drop(&mut self) {
+        pool::release();
+    }
 }
 
 impl Batches<'_> {

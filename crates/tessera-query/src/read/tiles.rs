@@ -540,7 +540,10 @@ fn decode_fixed(
         }
     }
     if sequential {
-        codec.decode_exact_sequential(&bytes, expected).map(Bytes::from)
+        // Into a reused buffer: see `pool`.
+        let mut buf = super::pool::take(usize::try_from(expected).unwrap_or(usize::MAX));
+        codec.decode_exact_sequential_into(&bytes, expected, &mut buf)?;
+        Ok(super::pool::share(buf))
     } else {
         codec.decode_exact(&bytes, expected).map(Bytes::from)
     }
