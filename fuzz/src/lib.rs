@@ -305,6 +305,13 @@ pub fn fragment_metadata(data: &[u8]) {
     if let Ok(footer) = Footer::parse_file(file, &f.schema) {
         check_footer(&footer, &f.schema, 0);
     }
+    // The same bytes as the payload of a format 1-2 metadata file (no footer).
+    if let Ok(old) =
+        tessera::layers::fragment::previous::v1_v2::V1V2Metadata::parse(file, &f.schema)
+    {
+        let _ = old.parts(&f.schema);
+        let _ = old.footer(&f.schema, true).cell_num(&f.schema);
+    }
     if let Ok(md) = FragmentMetadata::parse_all(file, &f.schema) {
         let _ = md.compute_fragment_stats(&f.schema);
         if let Ok(bytes) = md.to_bytes(&f.schema) {

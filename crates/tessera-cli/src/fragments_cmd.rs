@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 use serde_json::{Value as Json, json};
+use tessera::layers::fragment::previous::{self, files};
 use tessera::layers::fragment::{Field, FieldInfo, LazyPart};
 use tessera::layers::rtree::Mbr;
 use tessera::layers::schema::json::{pipeline_json, value_json};
@@ -49,7 +50,9 @@ pub(crate) fn fragments_json(array: &Array) -> Result<Vec<FragmentJson>> {
             timestamp_range: [t1, t2],
             sparse: !f.footer().dense,
             cell_num: f.cell_num()?,
-            format_version: f.name().format_version(),
+            // As stored in the fragment's metadata (what libtiledb's FragmentInfo reports; the
+            // name of a format 1 fragment implies 2).
+            format_version: f.footer().version,
             nonempty_domain: domain_json(f.schema(), f.footer().non_empty_domain.as_ref()),
             size: fragment_size(array, f)?,
         });
@@ -62,18 +65,19 @@ pub(crate) fn fragments_table(array: &Array) -> Result<String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<56} {:>27} {:>6} {:>10} {:>10}  non-empty domain",
-        "fragment", "timestamps", "kind", "cells", "bytes"
+        "{:<56} {:>27} {:>6} {:>6} {:>10} {:>10}  non-empty domain",
+        "fragment", "timestamps", "kind", "format", "cells", "bytes"
     );
     for f in array.fragments() {
         let (t1, t2) = f.name().timestamp_range();
         let ned = domain_json(f.schema(), f.footer().non_empty_domain.as_ref());
         let _ = writeln!(
             out,
-            "{:<56} {:>27} {:>6} {:>10} {:>10}  {ned}",
+            "{:<56} {:>27} {:>6} {:>6} {:>10} {:>10}  {ned}",
             f.name().as_str(),
             format!("{t1}..{t2}"),
             if f.footer().dense { "dense" } else { "sparse" },
+            f.footer().version,
             f.cell_num()?,
             fragment_size(array, f)?,
         );
@@ -90,13 +94,21 @@ pub(crate) fn info(array: &Array) -> Result<String> {
         s.dimensions.iter().map(|d| format!("{} {}", d.name, d.datatype)).collect();
     let attrs: Vec<String> =
         s.attributes.iter().map(|a| format!("{} {}", a.name, a.datatype)).collect();
-    let _ = writeln!(
-        out,
-        "{} array, schema {} (format {})",
-        s.array_type,
-        array.schema_name(),
-        s.version
-    );
+    if array.is_legacy() {
+        let _ = writeln!(
+            out,
+            "{} array, schema __array_schema.tdb (format {})",
+            s.array_type, s.version
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{} array, schema {} (format {})",
+            s.array_type,
+            array.schema_name(),
+            s.version
+        );
+    }
     let _ = writeln!(out, "dimensions: {}", dims.join(", "));
     let _ = writeln!(out, "attributes: {}", attrs.join(", "));
     // The union of the fragments' non-empty domains.
@@ -129,7 +141,7 @@ pub(crate) fn info(array: &Array) -> Result<String> {
             "  {}  [{t1}, {t2}]  {}  format {}  {} cells",
             f.name().as_str(),
             if f.footer().dense { "dense" } else { "sparse" },
-            f.name().format_version(),
+            f.footer().version,
             f.cell_num()?
         );
     }
@@ -163,12 +175,24 @@ pub(crate) fn layout_json(array: &Array) -> Result<Json> {
         let tile_num = f.tile_num()?;
         let cells = footer.cell_num_fn(schema).map_err(|e| anyhow::anyhow!("{}: {e}", f.dir()))?;
         let mut fields = Vec::new();
+        // Older versions name files after the fields and zip coordinates (format 1-4).
+        let version = footer.version;
+        let zipped = previous::zipped_coords(version);
         for (idx, field) in layout.fields().enumerate() {
-            let Some(data_file) = field.data_file() else { continue };
+            if matches!(field, Field::Coords)
+                || (zipped && matches!(field, Field::Dimension(j) if j > 0))
+            {
+                continue; // one `__coords.tdb` holds every dimension, shown once
+            }
+            let Some(data_file) = files::data_file(field, version, schema) else { continue };
             if footer.file_sizes.get(idx).copied().unwrap_or(0) == 0 {
                 continue; // dense dimensions have no files
             }
-            let info = FieldInfo::new(schema, field)?;
+            let mut info = FieldInfo::new(schema, field)?;
+            if zipped && matches!(field, Field::Dimension(_)) {
+                info.name = files::COORDS_STEM.to_owned();
+                info.cell_size *= schema.dimensions.len() as u64;
+            }
             let (pipeline, kind) = match field {
                 Field::Attribute(i) => (schema.attributes[i].filters.clone(), "attribute"),
                 Field::Dimension(j) => {
@@ -187,7 +211,7 @@ pub(crate) fn layout_json(array: &Array) -> Result<Json> {
                     "tiles": tiles_json(&offsets, footer.file_sizes[idx], |t| 8 * cells(t as u64)),
                 }));
                 files.push(json!({
-                    "file": field.var_file(), "role": "var", "size": footer.file_var_sizes[idx],
+                    "file": files::var_file(field, version, schema), "role": "var", "size": footer.file_var_sizes[idx],
                     "filters": pipeline_json(&pipeline),
                     "tiles": tiles_json(&var_offsets, footer.file_var_sizes[idx], |t| var_sizes.get(t).copied().unwrap_or(0)),
                 }));
@@ -201,7 +225,7 @@ pub(crate) fn layout_json(array: &Array) -> Result<Json> {
             if info.nullable {
                 let validity = f.u64s(storage, LazyPart::TileValidityOffsets(idx))?;
                 files.push(json!({
-                    "file": field.validity_file(), "role": "validity", "size": footer.file_validity_sizes[idx],
+                    "file": files::validity_file(field, version, schema), "role": "validity", "size": footer.file_validity_sizes[idx],
                     "filters": pipeline_json(&schema.validity_filters),
                     "tiles": tiles_json(&validity, footer.file_validity_sizes[idx], |t| cells(t as u64)),
                 }));

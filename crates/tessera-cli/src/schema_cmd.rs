@@ -39,13 +39,13 @@ pub(crate) fn summary(array: &Array) -> String {
     let s = array.schema();
     let j = to_json(s, array.enumerations());
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} array, format version {}, schema {}",
-        s.array_type,
-        s.version,
-        array.schema_name()
-    );
+    let schema_file = if array.is_legacy() {
+        "__array_schema.tdb".to_owned()
+    } else {
+        array.schema_name().to_string()
+    };
+    let _ =
+        writeln!(out, "{} array, format version {}, schema {schema_file}", s.array_type, s.version);
     let _ = writeln!(
         out,
         "tile order {}, cell order {}, capacity {}",

@@ -16,6 +16,8 @@
 //! * [`fields`]: the field index space ([`FieldLayout`], [`FieldInfo`]).
 //! * [`metadata`]: [`FragmentMetadata`], the whole file, parsed and written back byte for
 //!   byte.
+//! * [`previous`]: the layouts of older format versions (version 1–2 metadata, old file
+//!   names, zipped coordinates).
 //! * [`stats`]: tile and fragment min/max/sum/null counts computed from cell data, as
 //!   libtiledb computes them.
 //!
@@ -66,6 +68,7 @@ pub mod metadata;
 pub mod names;
 mod parse;
 pub mod parts;
+pub mod previous;
 pub mod stats;
 
 pub use commits::{

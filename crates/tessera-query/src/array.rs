@@ -32,18 +32,24 @@ pub mod dirs {
     /// Dimension label arrays.
     pub const LABELS: &str = "__labels";
     /// The single schema file of arrays older than format version 10.
-    pub const LEGACY_SCHEMA_FILE: &str = "__array_schema.tdb";
+    pub const LEGACY_SCHEMA_FILE: &str = tessera_schema::previous::LEGACY_SCHEMA_FILE;
     /// Every folder `create` makes, in libtiledb's order.
     pub const ALL: [&str; 7] =
         [SCHEMA, ENUMERATIONS, COMMITS, FRAGMENTS, META, FRAGMENT_META, LABELS];
 }
 
+/// Reads the schema file `name`: a file of `__schema/`, or the single `__array_schema.tdb` at
+/// the root of arrays older than format version 10 (which old fragments name).
 fn read_schema(storage: &dyn Storage, name: &str) -> Result<ArraySchema> {
-    let file_name = format!("{}/{name}", dirs::SCHEMA);
+    let file_name = if name == dirs::LEGACY_SCHEMA_FILE {
+        name.to_owned()
+    } else {
+        format!("{}/{name}", dirs::SCHEMA)
+    };
     let bytes = storage.read(&file_name)?;
     ArraySchema::parse_file(&bytes).map_err(|source| match source {
         tessera_schema::Error::UnsupportedVersion { version, .. } => Error::Unsupported(format!(
-            "{file_name}: format version {version} (Tessera reads 5 to {FORMAT_VERSION})"
+            "{file_name}: format version {version} (Tessera reads 1 to {FORMAT_VERSION})"
         )),
         source => Error::Schema { file: file_name, source },
     })
@@ -209,39 +215,46 @@ impl Array {
     /// One attempt of [`Self::open_between`].
     fn open_once(storage: Arc<dyn Storage>, start: u64, end: u64) -> Result<Array> {
         let timestamp = end;
-        if !storage.is_dir(dirs::SCHEMA)? {
-            if storage.exists(dirs::LEGACY_SCHEMA_FILE)? {
-                return Err(Error::Unsupported(format!(
-                    "the array was written by TileDB before format version 10 ({}); older formats are not read yet",
-                    dirs::LEGACY_SCHEMA_FILE
-                )));
-            }
+        let legacy = !storage.is_dir(dirs::SCHEMA)?;
+        if legacy && !storage.exists(dirs::LEGACY_SCHEMA_FILE)? {
             return Err(Error::NotAnArray("no __schema directory".into()));
         }
-        let mut schema_names: Vec<TimestampedName> = storage
-            .list(dirs::SCHEMA)?
-            .into_iter()
-            .filter(|e| !e.is_dir)
-            .filter_map(|e| TimestampedName::parse(&e.name).ok())
-            .collect();
+        let mut schema_names: Vec<TimestampedName> = if legacy {
+            Vec::new()
+        } else {
+            storage
+                .list(dirs::SCHEMA)?
+                .into_iter()
+                .filter(|e| !e.is_dir)
+                .filter_map(|e| TimestampedName::parse(&e.name).ok())
+                .collect()
+        };
         // In file-name order, as libtiledb lists them (so `__9_9_…` sorts after `__10_10_…`,
         // exactly as libtiledb picks between them).
         schema_names.sort_by_cached_key(ToString::to_string);
         // The newest schema at `end`; when time travelling to before the first schema, the
         // oldest one (libtiledb's `select_latest_array_schema_uri`: fragments may predate the
-        // schema file's timestamp).
-        let chosen = match schema_names.iter().rev().find(|n| n.t2 <= timestamp) {
-            Some(n) => n.clone(),
-            None => schema_names
-                .first()
-                .cloned()
-                .ok_or_else(|| Error::NotAnArray("__schema holds no schema file".into()))?,
+        // schema file's timestamp). Arrays older than format version 10 have one schema file,
+        // `__array_schema.tdb`, which stands for every time (its name is all zeros here).
+        let (chosen, chosen_file) = if legacy {
+            let name = TimestampedName { t1: 0, t2: 0, label: "0".repeat(32), version: None };
+            (name, dirs::LEGACY_SCHEMA_FILE.to_owned())
+        } else {
+            let chosen = match schema_names.iter().rev().find(|n| n.t2 <= timestamp) {
+                Some(n) => n.clone(),
+                None => schema_names
+                    .first()
+                    .cloned()
+                    .ok_or_else(|| Error::NotAnArray("__schema holds no schema file".into()))?,
+            };
+            let file = chosen.to_string();
+            (chosen, file)
         };
-        let schema = Arc::new(read_schema(storage.as_ref(), &chosen.to_string())?);
+        let schema = Arc::new(read_schema(storage.as_ref(), &chosen_file)?);
         let enumerations = read_enumerations(storage.as_ref(), &schema)?;
         let directory = ArrayDirectory::load(storage.as_ref(), start, end, schema.is_dense())?;
         // Fragments name the schema they were written with; most name the current one.
-        let schemas = Mutex::new(HashMap::from([(chosen.to_string(), schema.clone())]));
+        let schemas = Mutex::new(HashMap::from([(chosen_file, schema.clone())]));
         let schema_for = |name: &str| -> Result<Arc<ArraySchema>> {
             if let Some(s) = schemas.lock().unwrap_or_else(PoisonError::into_inner).get(name) {
                 return Ok(s.clone());
@@ -313,15 +326,33 @@ impl Array {
         &self.enumerations
     }
 
-    /// The name of the schema file in force.
+    /// The name of the schema file in force (all zeros for an array older than format version
+    /// 10, whose schema is `__array_schema.tdb`; see [`Self::is_legacy`]).
     pub fn schema_name(&self) -> &TimestampedName {
         &self.schema_name
+    }
+
+    /// The schema name a new fragment's footer records: the schema file in force, or
+    /// `__array_schema.tdb` for an array older than format version 10 (as libtiledb writes
+    /// into such arrays).
+    pub fn schema_file_name(&self) -> String {
+        if self.is_legacy() {
+            dirs::LEGACY_SCHEMA_FILE.to_owned()
+        } else {
+            self.schema_name.to_string()
+        }
     }
 
     /// Every schema file of the array, in file-name order (schema evolution adds one each
     /// time; with timestamps of equal digit count this is oldest first).
     pub fn schema_names(&self) -> &[TimestampedName] {
         &self.schema_names
+    }
+
+    /// Whether the array predates format version 10: one schema file,
+    /// `__array_schema.tdb`, and no `__schema/` folder.
+    pub fn is_legacy(&self) -> bool {
+        self.schema_names.is_empty()
     }
 
     /// The storage the array lives on.

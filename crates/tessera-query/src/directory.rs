@@ -49,7 +49,9 @@ impl ArrayDirectory {
     /// - fragments listed by a `.vac` file whose range counts in the open range are dropped;
     /// - a fragment counts when its range is fully inside the open range (dense arrays, and
     ///   fragments older than format version 15), or overlaps it (sparse arrays);
-    /// - delete and update commits count when their timestamp is inside the range.
+    /// - delete and update commits count when their timestamp is inside the range;
+    /// - fragments of format versions before 12 are found in the array folder itself
+    ///   (committed by `.ok` files, see `old_layout_fragments`), with `.vac` files there too.
     ///
     /// # Errors
     /// Storage errors, and malformed commit files (naming the file).
@@ -95,6 +97,16 @@ impl ArrayDirectory {
             }
         }
 
+        // Fragments of format versions before 12 live in the array folder itself.
+        let mut old_vacuumed = Vec::new();
+        for (entry, path) in old_layout_fragments(storage)? {
+            match entry.kind {
+                CommitKind::Vacuum => old_vacuumed.push((entry.name, path)),
+                _ => commits.push((entry, None)),
+            }
+        }
+        vac_files.extend(old_vacuumed);
+
         // Fragments a consolidation made obsolete, when its .vac counts in the range.
         let mut vacuumed: HashSet<String> = HashSet::new();
         for (name, path) in &vac_files {
@@ -106,6 +118,9 @@ impl ArrayDirectory {
             for p in vac.relative_paths().map_err(frag_err(path))? {
                 if let Some(fragment) = p.strip_prefix(&format!("{}/", dirs::FRAGMENTS)) {
                     vacuumed.insert(fragment.to_owned());
+                } else if !p.contains('/') {
+                    // an old-layout fragment, in the array folder
+                    vacuumed.insert(p.trim_end_matches('/').to_owned());
                 }
             }
         }
@@ -138,6 +153,48 @@ impl ArrayDirectory {
         vacuumable.sort_by(|a, b| (a.t1(), a.as_str()).cmp(&(b.t1(), b.as_str())));
         Ok(ArrayDirectory { fragments: fragments.into_values().collect(), deletes, vacuumable })
     }
+}
+
+/// The fragments of the old layout (format versions before 12) at the array root, as write
+/// commits, and the `.vac` files there: a fragment folder counts when a `<name>.ok` file
+/// commits it or, before format version 5 (which wrote no `.ok` files), when it holds
+/// `__fragment_metadata.tdb` (libtiledb's `ArrayDirectory::is_fragment`).
+///
+/// # Errors
+/// Storage errors.
+fn old_layout_fragments(storage: &dyn Storage) -> Result<Vec<(CommitEntry, String)>> {
+    use tessera_fragment::previous::{FRAGMENTS_DIR_MIN_VERSION, SPLIT_COORDS_MIN_VERSION};
+    let entries = match storage.list("") {
+        Ok(e) => e,
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let files: HashSet<&str> =
+        entries.iter().filter(|e| !e.is_dir).map(|e| e.name.as_str()).collect();
+    let mut out = Vec::new();
+    for e in &entries {
+        if e.is_dir {
+            let Ok(name) = FragmentName::parse(&e.name) else { continue };
+            if name.format_version() >= FRAGMENTS_DIR_MIN_VERSION {
+                continue;
+            }
+            let committed = files.contains(format!("{}.ok", e.name).as_str())
+                || (name.format_version() < SPLIT_COORDS_MIN_VERSION
+                    && storage.exists(&format!(
+                        "{}/{}",
+                        e.name,
+                        crate::fragment::FRAGMENT_METADATA_FILE
+                    ))?);
+            if committed {
+                out.push((CommitEntry::new(name, CommitKind::Write), e.name.clone()));
+            }
+        } else if let Some(stem) = e.name.strip_suffix(".vac")
+            && let Ok(name) = FragmentName::parse(stem)
+        {
+            out.push((CommitEntry::new(name, CommitKind::Vacuum), e.name.clone()));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -42,9 +42,9 @@ impl Fragment {
         &self.name
     }
 
-    /// The folder of the fragment, relative to the array.
+    /// The folder of the fragment, relative to the array (see [`fragment_dir`]).
     pub fn dir(&self) -> String {
-        format!("{}/{}", dirs::FRAGMENTS, self.name.as_str())
+        fragment_dir(&self.name)
     }
 
     /// The schema the fragment was written with (named in its footer).
@@ -131,6 +131,59 @@ impl Fragment {
     }
 }
 
+/// The folder of fragment `name`, relative to the array: `__fragments/<name>` from format
+/// version 12, the array folder itself before (libtiledb keeps old fragments where they were
+/// written).
+pub(crate) fn fragment_dir(name: &FragmentName) -> String {
+    if name.format_version() < tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION {
+        name.as_str().to_owned()
+    } else {
+        format!("{}/{}", dirs::FRAGMENTS, name.as_str())
+    }
+}
+
+/// Loads a fragment of format version 1 or 2, whose metadata is one generic tile without a
+/// footer (`tessera_fragment::previous::v1_v2`): the footer is built from it and every part
+/// is decoded at once and kept.
+fn load_v1_v2(
+    storage: &dyn Storage,
+    name: &FragmentName,
+    schema_for: &(dyn Fn(&str) -> Result<Arc<ArraySchema>> + Sync),
+) -> Result<Fragment> {
+    use tessera_fragment::previous::v1_v2::{SCHEMA_NAME, V1V2Metadata};
+    let dir = fragment_dir(name);
+    let path = format!("{dir}/{FRAGMENT_METADATA_FILE}");
+    let err = |source| Error::Fragment { file: path.clone(), source: Box::new(source) };
+    let file = storage.read(&path)?;
+    let payload = tessera_tile::read_generic_tile(&file).map_err(|source| {
+        err(tessera_fragment::Error::Tile {
+            structure: "fragment metadata (format 1-2)",
+            offset: 0,
+            source,
+        })
+    })?;
+    let schema = schema_for(SCHEMA_NAME)?;
+    let meta = V1V2Metadata::parse(&payload, &schema).map_err(err)?;
+    let coords = format!("{dir}/{}.tdb", tessera_fragment::previous::files::COORDS_STEM);
+    let sparse = storage.exists(&coords)?;
+    let footer = meta.footer(&schema, sparse);
+    let parts = meta
+        .parts(&schema)
+        .map_err(err)?
+        .into_iter()
+        .map(|(part, payload)| (part, Arc::new(payload)))
+        .collect();
+    let file_size = file.len() as u64;
+    Ok(Fragment {
+        name: name.clone(),
+        schema,
+        footer,
+        file_size,
+        footer_offset: file_size,
+        parts: Mutex::new(parts),
+    })
+}
+
 /// A storage error reading `file`, a file of a fragment the open array shows: "not found"
 /// means the fragment was removed (vacuumed) after the array was opened.
 pub(crate) fn removed_or(e: tessera_storage::Error, file: &str) -> Error {
@@ -156,7 +209,17 @@ pub(crate) fn load_fragments(
     names
         .par_iter()
         .map(|name| {
-            let dir = format!("{}/{}", dirs::FRAGMENTS, name.as_str());
+            if name.format_version() <= 2 {
+                return load_v1_v2(storage, name, schema_for);
+            }
+            if name.format_version() < tessera_fragment::previous::FOOTER_MIN_VERSION {
+                return Err(Error::Unsupported(format!(
+                    "fragment {name}: format version {} (fixed-size footers of versions 3 to 9 \
+                     are not read yet; Tessera reads 1, 2 and 10 to 22)",
+                    name.format_version()
+                )));
+            }
+            let dir = fragment_dir(name);
             let path = format!("{dir}/{FRAGMENT_METADATA_FILE}");
             let err = |source| Error::Fragment { file: path.clone(), source: Box::new(source) };
             let file_size = storage.size(&path)?;
@@ -203,30 +266,46 @@ pub(crate) fn load_fragments(
         .collect()
 }
 
-/// Footers of `names` stored in consolidated fragment metadata files, by fragment name.
+/// Footers of `names` stored in consolidated fragment metadata files (in `__fragment_meta/`,
+/// and in the array folder when an old-layout fragment is among `names`), by fragment name.
 fn load_consolidated_footers(
     storage: &dyn Storage,
     names: &[FragmentName],
 ) -> Result<HashMap<String, Bytes>> {
     let mut out = HashMap::new();
-    let entries = match storage.list(dirs::FRAGMENT_META) {
-        Ok(e) => e,
-        Err(e) if e.is_not_found() => return Ok(out),
-        Err(e) => return Err(e.into()),
-    };
-    let mut metas: Vec<FragmentName> = entries
+    // `__fragment_meta/` from format version 12; the array folder itself before.
+    let old = names
         .iter()
-        .filter(|e| !e.is_dir && e.name.ends_with(".meta"))
-        .filter_map(|e| FragmentName::parse(&e.name).ok())
-        .collect();
+        .any(|n| n.format_version() < tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION);
+    let mut metas: Vec<(FragmentName, String)> = Vec::new();
+    for dir in [dirs::FRAGMENT_META, ""] {
+        if dir.is_empty() && !old {
+            continue;
+        }
+        let entries = match storage.list(dir) {
+            Ok(e) => e,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        metas.extend(
+            entries
+                .iter()
+                .filter(|e| !e.is_dir && e.name.ends_with(".meta"))
+                .filter_map(|e| FragmentName::parse(&e.name).ok())
+                .map(|m| {
+                    let file = m.with_extension("meta");
+                    let path = if dir.is_empty() { file } else { format!("{dir}/{file}") };
+                    (m, path)
+                }),
+        );
+    }
     if metas.is_empty() {
         return Ok(out);
     }
     let wanted: std::collections::HashSet<&str> = names.iter().map(FragmentName::as_str).collect();
     // Newest first, so a newer consolidation wins.
-    metas.sort_by(|a, b| (b.t2(), b.as_str()).cmp(&(a.t2(), a.as_str())));
-    for m in metas {
-        let path = format!("{}/{}", dirs::FRAGMENT_META, m.with_extension("meta"));
+    metas.sort_by(|(a, _), (b, _)| (b.t2(), b.as_str()).cmp(&(a.t2(), a.as_str())));
+    for (_, path) in metas {
         let meta = ConsolidatedFragmentMeta::parse_file(&storage.read(&path)?)
             .map_err(|source| Error::Fragment { file: path.clone(), source: Box::new(source) })?;
         for f in meta.entries {

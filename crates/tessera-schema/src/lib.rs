@@ -22,6 +22,7 @@ mod error;
 pub mod json;
 mod label;
 mod parse;
+pub mod previous;
 mod schema;
 mod validate;
 mod value;

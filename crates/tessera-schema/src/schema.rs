@@ -14,8 +14,8 @@ use crate::{
     current_domain,
 };
 
-/// Oldest schema version Tessera reads (older arrays use layouts handled elsewhere).
-pub const MIN_READ_VERSION: u32 = 5;
+/// Oldest schema version Tessera reads (versions 1 to 4 go through `previous::v1_v4`).
+pub const MIN_READ_VERSION: u32 = 1;
 
 /// An array schema: everything about an array except its data.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,7 +107,7 @@ impl ArraySchema {
                 return Err(Error::UnsupportedVersion {
                     structure: "array schema",
                     version,
-                    supported: "5 to 22",
+                    supported: "1 to 22",
                 });
             }
         }
@@ -200,7 +200,11 @@ fn parse_schema(i: &[u8]) -> PResult<'_, ArraySchema> {
     } else {
         (i, FilterPipeline::default())
     };
-    let (i, dimensions) = parse_domain(i, version)?;
+    let (i, dimensions) = if version < 5 {
+        crate::previous::v1_v4::parse_domain(i)?
+    } else {
+        parse_domain(i, version)?
+    };
     let (mut i, n_attrs) = count("attribute count", 13)(i)?;
     let mut attributes = Vec::with_capacity(n_attrs);
     for _ in 0..n_attrs {

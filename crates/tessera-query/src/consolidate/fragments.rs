@@ -47,6 +47,21 @@ pub(crate) fn consolidate(storage: Arc<dyn Storage>, options: &Options) -> Resul
     if array.fragments().len() <= 1 {
         return Ok(Report::default());
     }
+    // Fragments in the array folder (before `__fragments/`) would need the old vacuum and
+    // commit layout too.
+    if let Some(old) = array
+        .fragments()
+        .iter()
+        .find(|f| f.name().format_version() < tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION)
+    {
+        return Err(Error::Unsupported(format!(
+            "consolidating fragment {} (format version {}): fragments older than format \
+             version {} are not consolidated by Tessera",
+            old.name(),
+            old.name().format_version(),
+            tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION
+        )));
+    }
     if array.schema().is_dense() { dense(&array, start, options) } else { sparse(&array, options) }
 }
 
@@ -563,7 +578,7 @@ fn sparse(array: &Array, options: &Options) -> Result<Report> {
     let mut sink = FragmentSink::create(
         storage,
         schema,
-        array.schema_name().to_string(),
+        array.schema_file_name(),
         name.clone(),
         true,
         with_delete_meta,

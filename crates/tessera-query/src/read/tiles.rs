@@ -55,6 +55,9 @@ pub(crate) struct FieldReader {
     file_size: u64,
     var_file_size: u64,
     validity_file_size: u64,
+    /// A dimension of a format 1–4 fragment, stored with the others in `__coords.tdb`:
+    /// (dimension, dimension count, stored split); its values are taken out after decoding.
+    zipped: Option<(usize, usize, bool)>,
 }
 
 /// Cells per tile of a fragment (`FragmentMetadata::cell_num(tile)`).
@@ -180,9 +183,18 @@ impl FieldReader {
         })?;
         let dir = fragment.dir();
         let stem = |name: Option<String>| format!("{dir}/{}", name.unwrap_or_default());
-        let data_file = stem(ffield.data_file());
-        let var_file = stem(ffield.var_file());
-        let validity_file = stem(ffield.validity_file());
+        // File names and zipped coordinates of older versions: tessera_fragment::previous.
+        use tessera_fragment::previous::{coords_stored_split, files, zipped_coords};
+        let data_file = stem(files::data_file(ffield, version, schema));
+        let var_file = stem(files::var_file(ffield, version, schema));
+        let validity_file = stem(files::validity_file(ffield, version, schema));
+        let zipped = match ffield {
+            Field::Dimension(d) if zipped_coords(version) => {
+                Some((d, schema.dimensions.len(), coords_stored_split(version, schema)))
+            }
+            _ => None,
+        };
+        let cell_val_num = zipped.map_or(cell_val_num, |(_, n, _)| n as u32);
         let var = cell_val_num == tessera_types::CELL_VAL_NUM_VAR;
         let codec = if var {
             Codec::Var(
@@ -227,6 +239,7 @@ impl FieldReader {
             file_size: size(&footer.file_sizes),
             var_file_size: size(&footer.file_var_sizes),
             validity_file_size: size(&footer.file_validity_sizes),
+            zipped,
         }))
     }
 
@@ -465,7 +478,15 @@ fn decode_job(
             let expected = cells * cell_size;
             let err = tile_err(&r.data_file, dstart, dbytes.len());
             let data = decode_fixed(codec, dbytes, expected, sequential).map_err(err)?;
-            DecodedTile { data, offsets: None, validity: None, cell_size: *cell_size as usize }
+            let (data, cell_size) = match r.zipped {
+                Some((d, n, split)) => {
+                    let size = *cell_size as usize / n;
+                    let values = tessera_fragment::previous::unzip_coords(&data, d, n, size, split);
+                    (Bytes::from(values), size)
+                }
+                None => (data, *cell_size as usize),
+            };
+            DecodedTile { data, offsets: None, validity: None, cell_size }
         }
         Codec::Var(codec) => {
             let (vstart, vbytes) = var.ok_or_else(|| missing(&r.var_file))?;

@@ -392,7 +392,7 @@ impl<'a> FragmentWrite<'a> {
             self.sink = Some(FragmentSink::create(
                 array.storage().as_ref(),
                 array.schema(),
-                array.schema_name().to_string(),
+                array.schema_file_name(),
                 name,
                 false,
                 false,
