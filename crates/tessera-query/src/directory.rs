@@ -56,7 +56,7 @@ impl ArrayDirectory {
     /// # Errors
     /// Storage errors, and malformed commit files (naming the file).
     pub fn load(storage: &dyn Storage, start: u64, end: u64, dense: bool) -> Result<Self> {
-        let entries = match storage.list(dirs::COMMITS) {
+        let entries = match storage.list_names(dirs::COMMITS) {
             Ok(e) => e,
             Err(e) if e.is_not_found() => Vec::new(),
             Err(e) => return Err(e.into()),

@@ -222,16 +222,26 @@ pub(crate) fn load_fragments(
             let dir = fragment_dir(name);
             let path = format!("{dir}/{FRAGMENT_METADATA_FILE}");
             let err = |source| Error::Fragment { file: path.clone(), source: Box::new(source) };
-            let file_size = storage.size(&path)?;
-            let len_range = footer_length_range(file_size).map_err(err)?;
-            let footer_bytes: Bytes = match consolidated.get(name.as_str()) {
-                Some(b) => b.clone(),
+            // Consolidated metadata holds the footer: only the file's size is needed. Else one
+            // read of the file's tail (with its size) usually holds the whole footer.
+            let (consolidated_footer, tail, file_size) = match consolidated.get(name.as_str()) {
+                Some(b) => (Some(b.clone()), Bytes::new(), storage.size(&path)?),
                 None => {
-                    // One read of the file's tail usually holds the whole footer.
-                    let probe_start = file_size.saturating_sub(FOOTER_PROBE);
-                    let tail = storage.read_range(&path, probe_start..file_size)?;
-                    let len_at = (len_range.start - probe_start) as usize;
-                    let footer_len = parse_footer_length(&tail[len_at..]).map_err(err)?;
+                    let (tail, size) = storage.read_tail(&path, FOOTER_PROBE)?;
+                    (None, tail, size)
+                }
+            };
+            let len_range = footer_length_range(file_size).map_err(err)?;
+            let footer_bytes: Bytes = match consolidated_footer {
+                Some(b) => b,
+                None => {
+                    let probe_start = file_size.saturating_sub(tail.len() as u64);
+                    let len_at = len_range.start.saturating_sub(probe_start) as usize;
+                    let len_bytes = tail.get(len_at..).ok_or_else(|| Error::Corrupt {
+                        file: path.clone(),
+                        reason: format!("the storage gave {} bytes for its tail", tail.len()),
+                    })?;
+                    let footer_len = parse_footer_length(len_bytes).map_err(err)?;
                     let range = footer_range(file_size, footer_len).map_err(err)?;
                     if range.start >= probe_start {
                         tail.slice((range.start - probe_start) as usize..len_at)

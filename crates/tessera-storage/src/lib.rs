@@ -164,6 +164,30 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// `NotFound` if `dir` does not exist, `NotADirectory` if it is an object.
     fn list(&self, dir: &str) -> Result<Vec<Entry>>;
 
+    /// The children of `dir` as [`list`](Storage::list) gives them, except that objects'
+    /// sizes may be 0: for callers that need only names and kinds (an array's commit list),
+    /// which a local disk then lists without a `stat` per entry. The default is `list`.
+    ///
+    /// # Errors
+    ///
+    /// As [`list`](Storage::list).
+    fn list_names(&self, dir: &str) -> Result<Vec<Entry>> {
+        self.list(dir)
+    }
+
+    /// The last `max_len` bytes of the object at `path` (all of it when it is smaller), with
+    /// the object's size: a footer at the end of a file in one request where the backend
+    /// can. The default asks for the size, then reads the range.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_range`](Storage::read_range) and [`size`](Storage::size).
+    fn read_tail(&self, path: &str, max_len: u64) -> Result<(Bytes, u64)> {
+        let size = self.size(path)?;
+        let bytes = self.read_range(path, size.saturating_sub(max_len)..size)?;
+        Ok((bytes, size))
+    }
+
     /// Writes `data` as the object at `path`, replacing any object there and creating missing
     /// parent directories. Not atomic: a concurrent reader may see a partial object; use
     /// [`publish`](Storage::publish) for what readers look for.

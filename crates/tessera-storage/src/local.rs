@@ -294,6 +294,57 @@ impl Storage for LocalStorage {
         Ok(entries)
     }
 
+    fn list_names(&self, dir: &str) -> Result<Vec<Entry>> {
+        let op = Op::List;
+        let key = normalize_path(op, dir)?;
+        let read_dir = fs::read_dir(self.resolve(&key)).map_err(|e| match e.kind() {
+            // `read_dir` on an object: the error `list` gives.
+            ErrorKind::NotADirectory => not_a_directory(op, dir),
+            _ => lookup_error(op, dir, e),
+        })?;
+        let mut entries = Vec::new();
+        for dir_entry in read_dir {
+            let dir_entry = dir_entry.map_err(|e| Error::io(op, dir, e))?;
+            let file_name = dir_entry.file_name();
+            let Some(name) = file_name.to_str() else {
+                return Err(Error::io_kind(
+                    op,
+                    dir,
+                    ErrorKind::InvalidData,
+                    &format!("the directory holds a name that is not UTF-8: {file_name:?}"),
+                ));
+            };
+            if is_temp_name(name) {
+                continue;
+            }
+            // The kind from the directory entry itself; links (and file systems that do not
+            // tell) are followed with a `stat`, as `list` does.
+            let kind = dir_entry.file_type().map_err(|e| Error::io(op, dir, e))?;
+            entries.push(if kind.is_dir() {
+                Entry::dir(name)
+            } else if kind.is_file() {
+                Entry::file(name, 0)
+            } else {
+                match stat(&dir_entry.path()).map_err(|e| Error::io(op, dir, e))? {
+                    None => continue,
+                    Some(meta) if meta.is_dir() => Entry::dir(name),
+                    Some(meta) => Entry::file(name, meta.len()),
+                }
+            });
+        }
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    fn read_tail(&self, path: &str, max_len: u64) -> Result<(Bytes, u64)> {
+        let key = normalize_path(Op::ReadRange, path)?;
+        let (file, size) = self.open(Op::ReadRange, path, &key)?;
+        let start = size.saturating_sub(max_len);
+        let r = check_range(Op::ReadRange, path, &(start..size), size)?;
+        let bytes = read_exact_range(&file, r).map_err(|e| Error::io(Op::ReadRange, path, e))?;
+        Ok((bytes, size))
+    }
+
     fn write(&self, path: &str, data: Bytes) -> Result<()> {
         let op = Op::Write;
         let key = normalize_non_root(op, path)?;

@@ -61,6 +61,8 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("write_under_object", write_under_object),
     ("list_sorted_direct_children", list_sorted_direct_children),
     ("list_errors", list_errors),
+    ("list_names_like_list", list_names_like_list),
+    ("read_tail_end", read_tail_end),
     ("remove_object", remove_object),
     ("remove_dir_all_tree", remove_dir_all_tree),
     ("publish_replaces", publish_replaces),
@@ -118,6 +120,8 @@ macro_rules! storage_test_suite {
             write_under_object,
             list_sorted_direct_children,
             list_errors,
+            list_names_like_list,
+            read_tail_end,
             remove_object,
             remove_dir_all_tree,
             publish_replaces,
@@ -480,6 +484,41 @@ pub fn list_errors(s: &dyn Storage) {
     ok(s.write("f", Bytes::from_static(b"1")), "write");
     expect_io(s.list("f"), Op::List, "f", ErrorKind::NotADirectory);
     expect_not_found(s.list("f/x"), Op::List, "f/x");
+}
+
+/// `list_names` gives the names and kinds `list` gives (sizes may be 0), and its errors.
+pub fn list_names_like_list(s: &dyn Storage) {
+    for (path, len) in [("d/b", 2), ("d/a/x", 1), ("d/c", 0), ("d/_t", 3)] {
+        ok(s.write(path, pattern(len, 8)), "write");
+    }
+    let full = ok(s.list("d"), "list");
+    let names = ok(s.list_names("d"), "list_names");
+    let kinds = |v: &[Entry]| v.iter().map(|e| (e.name.clone(), e.is_dir)).collect::<Vec<_>>();
+    assert_eq!(kinds(&names), kinds(&full));
+    for (n, f) in names.iter().zip(&full) {
+        assert!(n.size == 0 || n.size == f.size, "{}: size {} vs {}", n.name, n.size, f.size);
+    }
+    expect_not_found(s.list_names("missing"), Op::List, "missing");
+    expect_io(s.list_names("d/b"), Op::List, "d/b", ErrorKind::NotADirectory);
+}
+
+/// `read_tail` gives the last bytes of an object (all of a smaller one) and its size.
+pub fn read_tail_end(s: &dyn Storage) {
+    let data = pattern(50_000, 9);
+    ok(s.write("t", data.clone()), "write");
+    for max in [0u64, 1, 100, 49_999, 50_000, 1 << 20] {
+        let (tail, size) = ok(s.read_tail("t", max), "read_tail");
+        assert_eq!(size, 50_000);
+        let start = 50_000 - max.min(50_000) as usize;
+        assert!(tail == data[start..], "tail of {max} bytes differs");
+    }
+    ok(s.write("empty", Bytes::new()), "write empty");
+    assert_eq!(ok(s.read_tail("empty", 10), "read_tail of empty").1, 0);
+    match s.read_tail("missing", 10) {
+        Err(e) if e.is_not_found() => {}
+        Err(e) => panic!("read_tail of a missing object: expected NotFound, got {e:?}"),
+        Ok(_) => panic!("read_tail of a missing object: expected NotFound, got Ok"),
+    }
 }
 
 /// `remove` deletes one object, keeps its directory, and fails on missing paths and

@@ -255,6 +255,15 @@ impl<'a> DenseReader<'a> {
                     )
                 })
                 .collect();
+            // A fragment whose non-empty domain misses the subarray has nothing to give: its
+            // tile offsets are not even loaded (opening many fragments to read a few cells).
+            let touches = ned
+                .iter()
+                .zip(&dims)
+                .all(|(&(lo, hi), d)| d.ranges.iter().any(|&(a, b)| a <= hi && lo <= b));
+            if !touches {
+                continue;
+            }
             let first_tile: Vec<i128> =
                 ned.iter().zip(&dims).map(|(&(lo, _), d)| d.tile_of(lo)).collect();
             let counts: Vec<u64> = ned
