@@ -5,6 +5,9 @@
 //! * `fixtures [--family NAME ...]`: regenerate the golden fixtures under `testdata/` (all
 //!   families, or only those named) with the reference library (`xtask/fixtures/generate.py`),
 //!   then check them.
+//! * `fixtures-old [--release V ...] [--tiledb-repo PATH]`: regenerate `testdata/old/` with
+//!   older tiledb releases, one venv each under `target/old-venvs/` (`xtask/src/old.rs`,
+//!   `xtask/fixtures/gen_old.py`). Never run in CI.
 //! * `conformance`: re-read every fixture with the reference library and compare it with its
 //!   expected cells, schema JSON, fragment listings and manifest (`xtask/fixtures/check.py`);
 //!   then the create conformance: every `testdata/create/<name>.json` is created with tiledb-py
@@ -26,18 +29,25 @@
 //!   by both engines (`xtask/fixtures/check_consolidation.py`); then the groups conformance:
 //!   `tessera ls --json` on the groups libtiledb and tiledbsoma wrote (`testdata/groups`),
 //!   their arrays read by `tessera read`, and groups made by `tessera group` / `tessera meta`
-//!   read by libtiledb (`xtask/fixtures/check_groups.py`).
-//! * `test`: `cargo test --workspace`, then `conformance`. This is the project's test command.
+//!   read by libtiledb (`xtask/fixtures/check_groups.py`); then the s3 conformance: arrays
+//!   and groups written by libtiledb to a local S3 emulator (moto's server, started and
+//!   stopped by the script) read through `s3://` URIs by `tessera`, and the other way round
+//!   (`xtask/fixtures/check_s3.py`).
+//! * `test`: `cargo test --workspace` (with `TESSERA_S3_TESTS=1`, so the object-store tests
+//!   run against moto from the venv), then `conformance`, then the benchmarks' checks
+//!   (`cargo bench --no-run` of the criterion benchmarks, and `bench --smoke --runs 1`: every workload once on
+//!   tiny arrays, both engines' results compared, nothing timed against a limit). This is the
+//!   project's test command.
 //! * `crash [--kills N] [--cells N] [--seed S]`: the crash harness in full
 //!   (`crates/tessera-cli/tests/crash.rs` in release mode): `tessera write`, `consolidate` and
 //!   `vacuum` killed with SIGKILL at random points N times (default 100), the array checked
 //!   after each kill. CI runs a short version (20 kills) as part of `cargo test`.
-//! * `bench [--quick] [--only NAME ...] [--runs N] [--list] [--regenerate]`: the same
+//! * `bench [--quick | --smoke] [--only NAME ...] [--runs N] [--list] [--regenerate]`: the same
 //!   workloads in Tessera (`tessera-bench`, the `bench/` crate, built in release mode) and in
 //!   libtiledb (tiledb-py), reads and writes, each run in its own process, alternating,
 //!   median of the runs; arrays generated once by libtiledb under `target/bench/data` (and
 //!   the write workloads' inputs under `target/bench/inputs`); a table on stdout and
-//!   `target/bench/summary.json` (`xtask/bench/bench.py`). Not run in CI.
+//!   `target/bench/summary.json` (`xtask/bench/bench.py`). CI runs only the smoke size.
 //!
 //! * `bad-corpus`: regenerate `testdata/bad/` (truncated, bit-flipped, length-inflated and
 //!   wrong-version variants of every file kind, with `manifest.json`) from the fixtures
@@ -60,10 +70,13 @@ use clap::{Parser, Subcommand};
 
 mod bad;
 mod fuzz;
+mod old;
 mod writes;
 
 /// The packages of the reference environment. Changing this list rebuilds the venv.
-const REFERENCE_PACKAGES: &[&str] = &["tiledb==0.36.1", "numpy==2.4.6"];
+/// moto's S3 server is the emulator of the `s3` conformance step and of the object-store
+/// tests (`TESSERA_S3_TESTS=1`).
+const REFERENCE_PACKAGES: &[&str] = &["tiledb==0.36.1", "numpy==2.4.6", "moto[server]==5.2.5"];
 /// Checked after installation: (tiledb-py version, libtiledb version).
 const EXPECTED_VERSIONS: &str = "0.36.1 2.30.0";
 /// Written into the venv once it is complete; holds the package list it was built from.
@@ -113,6 +126,18 @@ enum Cmd {
         /// queries read the filters and fragments arrays, so they come last.
         #[arg(long = "family", value_name = "FAMILY")]
         families: Vec<String>,
+    },
+    /// Regenerate testdata/old/: arrays written by older tiledb releases, each in its own venv
+    /// under target/old-venvs (xtask/src/old.rs), and the older arrays of TileDB's own
+    /// repository described by libtiledb 2.30. Never run in CI.
+    FixturesOld {
+        /// Only this release (repeatable), e.g. 0.19.1. Default: all of them.
+        #[arg(long = "release", value_name = "VERSION")]
+        releases: Vec<String>,
+        /// A checkout of TileDB-Inc/TileDB: copy its older test arrays too (alone: only
+        /// those).
+        #[arg(long, value_name = "PATH")]
+        tiledb_repo: Option<PathBuf>,
     },
     /// Re-read every fixture with libtiledb and compare with the committed expectations, then
     /// check `tessera create` against libtiledb on testdata/create/*.json,
@@ -169,11 +194,15 @@ enum Cmd {
     /// Benchmark Tessera against libtiledb on the same reads and writes (each engine in its
     /// own process, alternating, median of the runs); prints a table and writes
     /// target/bench/summary.json. Arrays are generated once by libtiledb under
-    /// target/bench/data, write inputs under target/bench/inputs. Not run in CI.
+    /// target/bench/data, write inputs under target/bench/inputs. CI runs only `--smoke`.
     Bench {
         /// Smaller arrays (about 30 s instead of about 6 min, plus the first generation).
         #[arg(long)]
         quick: bool,
+        /// Tiny arrays: checks that both drivers run every workload and agree (CI runs this
+        /// with `--runs 1`); the times mean nothing.
+        #[arg(long, conflicts_with = "quick")]
+        smoke: bool,
         /// Run only this workload (repeatable; shell-style wildcards, e.g. 'dense_*').
         #[arg(long = "only", value_name = "NAME")]
         only: Vec<String>,
@@ -208,22 +237,35 @@ fn real_main() -> Result<()> {
             println!("{}", python.display());
         }
         Cmd::Fixtures { families } => fixtures(&root, &families)?,
+        Cmd::FixturesOld { releases, tiledb_repo } => {
+            old::fixtures_old(&root, &releases, tiledb_repo.as_deref())?;
+        }
         Cmd::Conformance { only } => conformance(&root, &only)?,
         Cmd::Test { cargo_args } => {
-            ensure_venv(&root)?;
+            let python = ensure_venv(&root)?;
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             let mut cmd = Command::new(cargo);
             cmd.current_dir(&root).args(["test", "--workspace"]).args(&cargo_args);
+            // The object-store tests start moto's S3 server from the venv on loopback.
+            cmd.env("TESSERA_S3_TESTS", "1").env("TESSERA_S3_PYTHON", &python);
             run(&mut cmd, "cargo test --workspace")?;
             conformance(&root, &[])?;
+            bench_checks(&root)?;
         }
         Cmd::Crash { kills, cells, seed } => crash(&root, kills, cells, seed)?,
         Cmd::BadCorpus => bad::bad_corpus(&root)?,
         Cmd::Fuzz { targets, runs, max_time, seed_only } => {
             fuzz::fuzz(&root, &targets, runs, max_time, seed_only)?;
         }
-        Cmd::Bench { quick, only, runs, list, regenerate } => {
-            bench(&root, quick, &only, runs, list, regenerate)?;
+        Cmd::Bench { quick, smoke, only, runs, list, regenerate } => {
+            let size = if smoke {
+                "--smoke"
+            } else if quick {
+                "--quick"
+            } else {
+                ""
+            };
+            bench(&root, size, &only, runs, list, regenerate)?;
         }
     }
     Ok(())
@@ -244,12 +286,34 @@ fn crash(root: &Path, kills: u64, cells: u64, seed: Option<u64>) -> Result<()> {
     run(&mut cmd, "the crash harness (cargo test --release -p tessera-cli --test crash)")
 }
 
+/// The packages with criterion benchmarks (`benches/`).
+const BENCH_PACKAGES: &[&str] = &["tessera-filters", "tessera-rtree", "tessera-query"];
+
+/// The benchmarks' part of `cargo xtask test`: the criterion benchmarks compile (`cargo bench
+/// --no-run`), and every `cargo xtask bench` workload runs once at the smoke size in both
+/// engines with the same results. Nothing is timed against a limit.
+fn bench_checks(root: &Path) -> Result<()> {
+    // Only the packages with criterion benchmarks: a plain `--workspace` would also build
+    // every library's test harness in release mode (DataFusion included) for nothing.
+    let mut args = vec!["bench", "--no-run"];
+    for package in BENCH_PACKAGES {
+        args.extend(["-p", package]);
+    }
+    println!("xtask: cargo {}", args.join(" "));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root).args(&args).args(["--bench", "*"]);
+    run(&mut cmd, "cargo bench --no-run")?;
+    println!("xtask: benchmark smoke run (cargo xtask bench --smoke --runs 1)");
+    bench(root, "--smoke", &[], 1, false, false)
+}
+
 /// `cargo xtask bench`: build the Tessera driver in release mode, then hand over to
 /// `xtask/bench/bench.py` (run with the reference venv's python), which generates the arrays,
 /// runs both engines and prints the table.
 fn bench(
     root: &Path,
-    quick: bool,
+    size: &str,
     only: &[String],
     runs: u32,
     list: bool,
@@ -267,8 +331,8 @@ fn bench(
     for name in only {
         cmd.args(["--only", name]);
     }
-    if quick {
-        cmd.arg("--quick");
+    if !size.is_empty() {
+        cmd.arg(size);
     }
     if regenerate {
         cmd.arg("--regenerate");
@@ -407,7 +471,7 @@ fn fixtures(root: &Path, families: &[String]) -> Result<()> {
 fn conformance(root: &Path, only: &[String]) -> Result<()> {
     let python = ensure_venv(root)?;
     type Step = fn(&Path, &Path) -> Result<()>;
-    let steps: [(&str, Step); 8] = [
+    let steps: [(&str, Step); 9] = [
         ("fixtures", check_fixtures),
         ("create", create_conformance),
         ("fragments", fragments_conformance),
@@ -416,6 +480,7 @@ fn conformance(root: &Path, only: &[String]) -> Result<()> {
         ("writes-cli", writes_cli_conformance),
         ("consolidation", consolidation_conformance),
         ("groups", groups_conformance),
+        ("s3", s3_conformance),
     ];
     for o in only {
         if !steps.iter().any(|(n, _)| n == o) {
@@ -775,6 +840,24 @@ fn groups_conformance(python: &Path, root: &Path) -> Result<()> {
     let mut cmd = python_script(python, root, "check_groups.py");
     cmd.arg("--tessera").arg(&tessera).args(["--out", GROUPS_OUT, "--testdata", "testdata"]);
     run(&mut cmd, "groups conformance check (xtask/fixtures/check_groups.py)")
+}
+
+/// The s3 conformance step: `xtask/fixtures/check_s3.py` starts moto's S3 server on
+/// loopback (and stops it, whatever happens), has libtiledb write arrays and a group to it
+/// that `tessera` must read, and `tessera` write arrays and a group that libtiledb must read.
+fn s3_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: s3 conformance (tessera and libtiledb on a local S3 emulator, moto)");
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         s3:// URIs were NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    let mut cmd = python_script(python, root, "check_s3.py");
+    cmd.arg("--tessera").arg(&tessera);
+    run(&mut cmd, "s3 conformance check (xtask/fixtures/check_s3.py)")
 }
 
 /// Whether the CLI binary has a subcommand: `tessera <name> --help` exits 0.

@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use tessera::Storage;
 use tessera::layers::query::consolidate::{self, Mode, Options, Report};
-use tessera::{LocalStorage, Storage};
+
+use crate::location::Location;
 
 /// A consolidation or vacuum mode, as libtiledb's `sm.consolidation.mode` / `sm.vacuum.mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -81,8 +83,9 @@ pub(crate) struct VacuumArgs {
     mode: ModeArg,
 }
 
-fn storage(array: &Path) -> Arc<dyn Storage> {
-    Arc::new(LocalStorage::new(array))
+/// The storage of the array at `array` (a folder or an object-store URI).
+fn storage(array: &Path) -> Result<Arc<dyn Storage>> {
+    Ok(Location::of(array)?.storage())
 }
 
 /// A progress bar on standard error when it is a terminal.
@@ -126,7 +129,7 @@ pub(crate) fn run_consolidate(array: &Path, args: &ConsolidateArgs) -> Result<()
             bar.set_position(done);
         }));
     }
-    let report = consolidate::consolidate(storage(array), args.mode.mode(), &options);
+    let report = consolidate::consolidate(storage(array)?, args.mode.mode(), &options);
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -144,7 +147,7 @@ fn consolidate_summary(mode: ModeArg, report: &Report) -> String {
 
 /// `tessera vacuum ARRAY [--mode M]`.
 pub(crate) fn run_vacuum(array: &Path, args: &VacuumArgs) -> Result<()> {
-    let report = consolidate::vacuum(storage(array).as_ref(), args.mode.mode())
+    let report = consolidate::vacuum(storage(array)?.as_ref(), args.mode.mode())
         .with_context(|| array.display().to_string())?;
     let mut line = if report.inputs.is_empty() {
         format!("nothing to vacuum (mode {})", args.mode.name())

@@ -7,6 +7,8 @@ use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use tessera::ObjectType;
 
+use crate::location::Location;
+
 /// What `tessera group` does.
 #[derive(Debug, Subcommand)]
 pub(crate) enum GroupAction {
@@ -50,27 +52,27 @@ pub(crate) enum GroupAction {
 /// Runs `tessera group`.
 pub(crate) fn run(action: GroupAction) -> Result<()> {
     match action {
-        GroupAction::Create { group } => {
-            tessera::create_group(&group).with_context(|| group.display().to_string())?;
-        }
+        GroupAction::Create { group } => Location::of(&group)?.create_group()?,
         GroupAction::Add { group, member, name, relative, object_type, timestamp } => {
-            let context = || group.display().to_string();
+            let location = Location::of(&group)?;
+            let context = || location.name();
             let object_type = match object_type.as_deref() {
                 None => None,
                 Some("array") => Some(ObjectType::Array),
                 Some("group") => Some(ObjectType::Group),
                 Some(other) => bail!("--type {other:?}: expected array or group"),
             };
-            let entry =
-                tessera::member_for(&group, &member, relative, name.as_deref(), object_type)
-                    .with_context(|| format!("member {member}"))?;
-            let mut writer = tessera::group_writer(&group, timestamp).with_context(context)?;
+            let entry = location
+                .member_for(&member, relative, name.as_deref(), object_type)
+                .with_context(|| format!("member {member}"))?;
+            let mut writer = location.group_writer(timestamp)?;
             writer.add_member(entry).with_context(context)?;
             writer.commit().with_context(context)?;
         }
         GroupAction::Remove { group, member, timestamp } => {
-            let context = || group.display().to_string();
-            let mut writer = tessera::group_writer(&group, timestamp).with_context(context)?;
+            let location = Location::of(&group)?;
+            let context = || location.name();
+            let mut writer = location.group_writer(timestamp)?;
             let key = tessera::member_key(&writer, &member).with_context(context)?;
             writer.remove_member(&key).with_context(context)?;
             writer.commit().with_context(context)?;

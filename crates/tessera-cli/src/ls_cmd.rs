@@ -1,13 +1,14 @@
 //! `tessera ls`: the TileDB groups and arrays under a path, as a tree (members, types, group
 //! metadata), or as the JSON of shared/cli.md.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Result, bail};
 use serde::Serialize;
 use serde_json::Value as Json;
 use tessera::{GroupMember, ObjectType};
 
+use crate::location::Location;
 use crate::meta_cmd;
 
 /// One group or array as `tessera ls --json` prints it: `name`, `type`, `uri`, and for a
@@ -48,23 +49,24 @@ impl Node {
 /// Runs `tessera ls PATH [--json]`.
 pub(crate) fn run(path: &Path, json: bool) -> Result<()> {
     let text = path.to_string_lossy().into_owned();
-    if !path.exists() {
+    let location = Location::of(path)?;
+    if !location.exists()? {
         bail!("{text}: no such file or directory");
     }
-    let roots: Vec<(PathBuf, String)> = match tessera::object_type(path)? {
-        ObjectType::Invalid if path.is_dir() => {
+    let roots: Vec<(Location, String)> = match location.object_type()? {
+        ObjectType::Invalid if location.is_dir()? => {
             let mut found = Vec::new();
-            find_objects(path, &mut found)?;
-            found.into_iter().map(|p| (p.clone(), p.to_string_lossy().into_owned())).collect()
+            find_objects(&location, &mut found)?;
+            found.into_iter().map(|l| (l.clone(), l.name())).collect()
         }
         ObjectType::Invalid => bail!("{text}: not a TileDB array or group, nor a folder"),
-        _ => vec![(path.to_path_buf(), text.clone())],
+        _ => vec![(location, text.clone())],
     };
     if roots.is_empty() && !json {
         println!("{text}: no TileDB arrays or groups");
     }
     for (root, uri) in roots {
-        let node = object_node(Some(display_name(&root)), &root, uri, &mut Vec::new())?;
+        let node = object_node(Some(root.display_name()), &root, uri, &mut Vec::new())?;
         if json {
             println!("{}", serde_json::to_string(&node)?);
         } else {
@@ -76,57 +78,47 @@ pub(crate) fn run(path: &Path, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// The name of a top-level object: the last component of its path (of the absolute path for
-/// `.` and the like).
-fn display_name(path: &Path) -> String {
-    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
-    name(path)
-        .or_else(|| std::fs::canonicalize(path).ok().and_then(|p| name(&p)))
-        .unwrap_or_else(|| path.to_string_lossy().into_owned())
-}
-
 /// The arrays and groups under the plain folder `dir`, in name order, searching plain
 /// subfolders (not following symbolic links into them) but not the objects' own folders.
-fn find_objects(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<std::io::Result<_>>()?;
-    entries.sort_by_key(std::fs::DirEntry::file_name);
-    for entry in entries {
-        let path = entry.path();
-        if !path.is_dir() {
-            continue;
-        }
-        if tessera::object_type(&path)? != ObjectType::Invalid {
-            found.push(path);
-        } else if !entry.file_type()?.is_symlink() {
-            find_objects(&path, found)?;
+fn find_objects(dir: &Location, found: &mut Vec<Location>) -> Result<()> {
+    for sub in dir.subfolders()? {
+        if sub.object_type()? != ObjectType::Invalid {
+            found.push(sub);
+        } else if !sub.is_symlink() {
+            find_objects(&sub, found)?;
         }
     }
     Ok(())
 }
 
-/// The node of the object in the folder `path`, shown as `uri`; a group with its metadata and
-/// members. `branch` holds the canonical folders of the groups being listed above it.
+/// The node of the object at `location`, shown as `uri`; a group with its metadata and
+/// members. `branch` holds the identities of the groups being listed above it.
 fn object_node(
     name: Option<String>,
-    path: &Path,
+    location: &Location,
     uri: String,
-    branch: &mut Vec<PathBuf>,
+    branch: &mut Vec<String>,
 ) -> Result<Node> {
-    match tessera::object_type(path)? {
-        ObjectType::Group => Ok(group_node(name, path, uri, branch)),
+    match location.object_type()? {
+        ObjectType::Group => Ok(group_node(name, location, uri, branch)),
         kind => Ok(Node::leaf(name, kind, uri)),
     }
 }
 
-/// The node of the group in the folder `path`; errors opening it (or its members) become the
+/// The node of the group at `location`; errors opening it (or its members) become the
 /// node's `error`.
-fn group_node(name: Option<String>, path: &Path, uri: String, branch: &mut Vec<PathBuf>) -> Node {
+fn group_node(
+    name: Option<String>,
+    location: &Location,
+    uri: String,
+    branch: &mut Vec<String>,
+) -> Node {
     let mut node = Node::leaf(name, ObjectType::Group, uri);
-    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    if branch.contains(&canonical) {
+    let identity = location.identity();
+    if branch.contains(&identity) {
         return node;
     }
-    let group = match tessera::open_group(path) {
+    let group = match tessera::Group::open(location.storage()) {
         Ok(g) => g,
         Err(e) => {
             node.error = Some(e.to_string());
@@ -143,21 +135,27 @@ fn group_node(name: Option<String>, path: &Path, uri: String, branch: &mut Vec<P
         }
         Err(e) => node.error = Some(e.to_string()),
     }
-    branch.push(canonical);
-    let members = group.members().iter().map(|m| member_node(m, path, &node.uri, branch)).collect();
+    branch.push(identity);
+    let members =
+        group.members().iter().map(|m| member_node(m, location, &node.uri, branch)).collect();
     branch.pop();
     node.members = Some(members);
     node
 }
 
-/// The node of one member of the group in the folder `group` shown as `group_uri`.
-fn member_node(m: &GroupMember, group: &Path, group_uri: &str, branch: &mut Vec<PathBuf>) -> Node {
+/// The node of one member of the group at `group` shown as `group_uri`.
+fn member_node(
+    m: &GroupMember,
+    group: &Location,
+    group_uri: &str,
+    branch: &mut Vec<String>,
+) -> Node {
     let uri = m.resolved_uri(group_uri);
     if m.object_type != ObjectType::Group {
         return Node::leaf(m.name.clone(), m.object_type, uri);
     }
-    match tessera::member_path(group, m) {
-        Ok(path) => group_node(m.name.clone(), &path, uri, branch),
+    match group.member(m) {
+        Ok(location) => group_node(m.name.clone(), &location, uri, branch),
         Err(e) => {
             Node { error: Some(e.to_string()), ..Node::leaf(m.name.clone(), m.object_type, uri) }
         }

@@ -12,10 +12,12 @@ mod cells_input;
 mod consolidate_cmd;
 mod fragments_cmd;
 mod group_cmd;
+mod location;
 mod ls_cmd;
 mod meta_cmd;
 mod read_cmd;
 mod schema_cmd;
+mod sql_cmd;
 mod verify_cmd;
 mod write_cmd;
 
@@ -160,6 +162,12 @@ enum Command {
         /// The array's folder.
         array: PathBuf,
     },
+    /// Run SQL over arrays (DataFusion's dialect): each `--table NAME=ARRAY` is a table of
+    /// the array's dimensions, then attributes.
+    Sql {
+        #[command(flatten)]
+        args: sql_cmd::SqlArgs,
+    },
     /// Create an empty array from schema JSON.
     Create {
         /// The folder to create the array in.
@@ -268,6 +276,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Consolidate { array, args } => consolidate_cmd::run_consolidate(&array, &args)?,
         Command::Vacuum { array, args } => consolidate_cmd::run_vacuum(&array, &args)?,
         Command::Verify { array } => verify_cmd::run(&array)?,
+        Command::Sql { args } => sql_cmd::run(&args, |path| open(path, None))?,
         Command::Create { array, schema } => {
             let text = if schema.as_os_str() == "-" {
                 std::io::read_to_string(std::io::stdin())
@@ -277,8 +286,7 @@ fn run(cli: Cli) -> Result<()> {
             };
             let (parsed, enumerations) = tessera::layers::schema::json::from_json_str(&text)
                 .with_context(|| schema.display().to_string())?;
-            tessera::create_with_enumerations(&array, &parsed, &enumerations)
-                .with_context(|| array.display().to_string())?;
+            location::Location::of(&array)?.create_array(&parsed, &enumerations)?;
         }
     }
     Ok(())
@@ -294,14 +302,10 @@ fn open_in(
     let (s, e) = b.split_once(':').context("--between expects START:END")?;
     let (s, e) =
         (s.parse::<u64>().context("--between START")?, e.parse::<u64>().context("--between END")?);
-    tessera::open_between(array, s, e).with_context(|| array.display().to_string())
+    location::Location::of(array)?.open_array(None, Some((s, e)))
 }
 
 /// Opens `array` now, or as it was at `at`.
 fn open(array: &std::path::Path, at: Option<u64>) -> Result<tessera::Array> {
-    let opened = match at {
-        Some(t) => tessera::open_at(array, t),
-        None => tessera::open(array),
-    };
-    opened.with_context(|| array.display().to_string())
+    location::Location::of(array)?.open_array(at, None)
 }

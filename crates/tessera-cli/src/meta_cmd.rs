@@ -11,6 +11,8 @@ use tessera::layers::query::metadata::{ArrayMetadata, MetadataValue, MetadataWri
 use tessera::layers::types::{Datatype, names::now_ms};
 use tessera::{ObjectType, Storage};
 
+use crate::location::Location;
+
 /// What `tessera meta` does.
 #[derive(Debug, Subcommand)]
 pub(crate) enum MetaAction {
@@ -104,22 +106,15 @@ impl MetaTarget {
     }
 }
 
-/// Opens the array or group in the folder `path` (now, or as it was at `at`).
+/// Opens the array or group at `path` (a folder or an object-store URI; now, or as it was
+/// at `at`).
 pub(crate) fn open_target(path: &Path, at: Option<u64>) -> Result<MetaTarget> {
-    let context = || path.display().to_string();
-    if tessera::object_type(path).with_context(context)? == ObjectType::Group {
-        let group = match at {
-            Some(t) => tessera::open_group_at(path, t),
-            None => tessera::open_group(path),
-        }
-        .with_context(context)?;
+    let location = Location::of(path)?;
+    if location.object_type()? == ObjectType::Group {
+        let group = location.open_group(at)?;
         return Ok(MetaTarget { storage: group.storage().clone(), range: group.timestamp_range() });
     }
-    let array = match at {
-        Some(t) => tessera::open_at(path, t),
-        None => tessera::open(path),
-    }
-    .with_context(context)?;
+    let array = location.open_array(at, None)?;
     Ok(MetaTarget { storage: array.storage().clone(), range: array.timestamp_range() })
 }
 

@@ -8,12 +8,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use tessera::LocalStorage;
 use tessera::layers::query::verify::{self, Options, Report};
+
+use crate::location::Location;
 
 /// `tessera verify ARRAY`.
 pub(crate) fn run(array: &Path) -> Result<()> {
-    let storage = LocalStorage::new(array);
+    let storage = Location::of(array)?.storage();
     let bar = progress_bar();
     let mut options = Options::default();
     if let Some(bar) = &bar {
@@ -26,7 +27,7 @@ pub(crate) fn run(array: &Path) -> Result<()> {
             bar.set_position(done);
         }));
     }
-    let report = verify::verify(&storage, &options);
+    let report = verify::verify(storage.as_ref(), &options);
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

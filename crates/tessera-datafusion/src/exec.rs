@@ -1,0 +1,247 @@
+//! The physical scan: one partition per piece of the subarray, each read on the blocking
+//! pool and streamed as record batches.
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result as DfResult};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
+use tessera::Array;
+use tessera_arrow::{Projection, arrow_schema, read_batches};
+
+use crate::spec::{PartitionSpec, TesseraScanSpec, display_ranges};
+use crate::{Error, Result, open_uri};
+
+/// The scan of a Tessera array: [`TesseraScanSpec`] made executable. Each partition reads
+/// its part of the subarray on tokio's blocking pool (the engine is synchronous and
+/// CPU-heavy) and sends batches through a small channel, so a slow consumer holds the read
+/// back instead of buffering it.
+#[derive(Debug)]
+pub struct TesseraExec {
+    spec: TesseraScanSpec,
+    array: Arc<Array>,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+}
+
+impl TesseraExec {
+    /// The scan of `spec` over `array` (opened as the spec says).
+    ///
+    /// # Errors
+    /// [`Error::Arrow`] for a projection the array does not have.
+    pub fn new(spec: TesseraScanSpec, array: Arc<Array>) -> Result<Self> {
+        let schema = output_schema(&array, &spec.projection)?;
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(spec.partitions.len().max(1)),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        Ok(TesseraExec { spec, array, schema, properties })
+    }
+
+    /// Rebuilds a scan from its spec (for instance one shipped from another process): opens
+    /// the array at the spec's timestamps and checks it shows the same fragments.
+    ///
+    /// # Errors
+    /// [`Error::Tessera`] when the array cannot be opened; [`Error::Spec`] when it shows
+    /// other fragments than when the spec was made.
+    pub fn from_spec(spec: TesseraScanSpec) -> Result<Self> {
+        let array = open_uri(&spec.uri, Some(spec.timestamps))?;
+        let names: Vec<String> = array.fragments().iter().map(|f| f.name().to_string()).collect();
+        if names != spec.fragments {
+            return Err(Error::Spec(format!(
+                "{} shows fragments {names:?}, the scan was planned over {:?}",
+                spec.uri, spec.fragments
+            )));
+        }
+        TesseraExec::new(spec, Arc::new(array))
+    }
+
+    /// What this scan does.
+    pub fn spec(&self) -> &TesseraScanSpec {
+        &self.spec
+    }
+}
+
+/// The projection's fields split into dimensions and attributes.
+fn split_projection(array: &Array, names: &[String]) -> Projection {
+    let schema = array.schema();
+    let (dims, attrs): (Vec<String>, Vec<String>) =
+        names.iter().cloned().partition(|n| schema.dimension(n).is_some());
+    Projection { dimensions: Some(dims), attributes: Some(attrs) }
+}
+
+fn output_schema(array: &Array, names: &[String]) -> Result<SchemaRef> {
+    if names.is_empty() {
+        return Ok(Arc::new(Schema::empty()));
+    }
+    Ok(arrow_schema(array, &split_projection(array, names))?)
+}
+
+impl DisplayAs for TesseraExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.spec;
+        match t {
+            DisplayFormatType::TreeRender => {
+                writeln!(f, "array={}", s.uri)?;
+                writeln!(f, "partitions={}", s.partitions.len())?;
+                writeln!(f, "ranges={}", display_ranges(&self.array, &s.ranges))?;
+                if let Some(c) = &s.condition {
+                    writeln!(f, "condition={c}")?;
+                }
+                Ok(())
+            }
+            _ => {
+                write!(
+                    f,
+                    "TesseraExec: array={}, partitions={}, projection=[{}], ranges={}",
+                    s.uri,
+                    s.partitions.len(),
+                    s.projection.join(", "),
+                    display_ranges(&self.array, &s.ranges)
+                )?;
+                if let Some(c) = &s.condition {
+                    write!(f, ", condition={c}")?;
+                }
+                if let Some(l) = s.limit {
+                    write!(f, ", limit={l}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+#[allow(deprecated)]
+impl ExecutionPlan for TesseraExec {
+    fn name(&self) -> &str {
+        "TesseraExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        Vec::new()
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        if children.is_empty() {
+            Ok(self)
+        } else {
+            Err(DataFusionError::Internal("TesseraExec has no children".into()))
+        }
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        let schema = self.schema.clone();
+        let Some(part) = self.spec.partitions.get(partition).cloned() else {
+            // A scan with no partitions has one, empty.
+            let empty = futures::stream::empty();
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, empty)));
+        };
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|e| DataFusionError::Execution(format!("TesseraExec needs tokio: {e}")))?;
+        let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(2);
+        let array = self.array.clone();
+        let spec = self.spec.clone();
+        let out_schema = schema.clone();
+        handle.spawn_blocking(move || {
+            let result = read_partition(&array, &spec, &part, &out_schema, &mut |b| {
+                tx.blocking_send(Ok(b)).is_ok()
+            });
+            if let Err(e) = result {
+                let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
+            }
+        });
+        let stream =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+    }
+}
+
+/// Reads one partition, handing each batch to `send` until it returns false.
+fn read_partition(
+    array: &Array,
+    spec: &TesseraScanSpec,
+    part: &PartitionSpec,
+    schema: &SchemaRef,
+    send: &mut dyn FnMut(RecordBatch) -> bool,
+) -> Result<()> {
+    if part.ranges.iter().any(|r| r.ranges.is_empty()) {
+        return Ok(());
+    }
+    let mut decoded = Vec::new();
+    for r in &part.ranges {
+        for [lo, hi] in &r.ranges {
+            let lo = hex::decode(lo).map_err(|e| Error::Spec(e.to_string()))?;
+            let hi = hex::decode(hi).map_err(|e| Error::Spec(e.to_string()))?;
+            decoded.push((r.dimension.clone(), lo, hi));
+        }
+    }
+    let counts_only = spec.projection.is_empty();
+    let projection = if counts_only {
+        let first = array.schema().dimensions.first().map(|d| d.name.clone());
+        Projection { dimensions: Some(first.into_iter().collect()), attributes: Some(Vec::new()) }
+    } else {
+        split_projection(array, &spec.projection)
+    };
+    let batches = read_batches(array, &projection, |mut q| {
+        for (d, lo, hi) in decoded {
+            q = q.range_bytes(&d, lo, hi);
+        }
+        if let Some(c) = &spec.condition {
+            q = q.where_text(c);
+        }
+        if let Some(b) = spec.memory_budget {
+            q = q.memory_budget(b);
+        }
+        q
+    })?;
+    let mut left = spec.limit.unwrap_or(usize::MAX);
+    for batch in batches {
+        if left == 0 {
+            break;
+        }
+        let mut batch = batch?;
+        if batch.num_rows() > left {
+            batch = batch.slice(0, left);
+        }
+        left -= batch.num_rows();
+        let batch = if counts_only {
+            let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+            RecordBatch::try_new_with_options(schema.clone(), Vec::new(), &options)?
+        } else {
+            batch
+        };
+        if !send(batch) {
+            break;
+        }
+    }
+    Ok(())
+}
