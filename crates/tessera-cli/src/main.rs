@@ -17,6 +17,10 @@ mod ls_cmd;
 mod meta_cmd;
 mod read_cmd;
 mod schema_cmd;
+#[cfg(feature = "sql")]
+mod sql_cmd;
+#[cfg(not(feature = "sql"))]
+#[path = "sql_disabled.rs"]
 mod sql_cmd;
 mod verify_cmd;
 mod write_cmd;

@@ -1,5 +1,6 @@
 //! `tessera sql`: a table holds what a plain `tessera read` returns, values print as `read`
 //! prints them, computed columns print by their types, and errors are one line.
+#![cfg(feature = "sql")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
