@@ -361,22 +361,7 @@ fn run_write(spec: &Spec) -> Result<serde_json::Value> {
 
     // Read back what was written (not timed).
     let start = Instant::now();
-    let check = read_all(&Spec {
-        workload: spec.workload.clone(),
-        op: "read".into(),
-        array: target.clone(),
-        open_in_timer: false,
-        layout: None,
-        dims: Vec::new(),
-        attrs: vec![spec.checksum_field.clone()],
-        checksum_field: spec.checksum_field.clone(),
-        queries: vec![QuerySpec { ranges: Vec::new() }],
-        scratch: None,
-        ranges: Vec::new(),
-        timestamp: None,
-        columns: Vec::new(),
-        aggregate: None,
-    })?;
+    let check = read_back(spec, &target)?;
     let verify_seconds = start.elapsed().as_secs_f64();
     remove_dir(&target)?;
     Ok(json!({
@@ -452,22 +437,7 @@ fn run_consolidate(spec: &Spec) -> Result<serde_json::Value> {
     let seconds = start.elapsed().as_secs_f64();
     let work_rss = peak_rss_mb();
     let start = Instant::now();
-    let check = read_all(&Spec {
-        workload: spec.workload.clone(),
-        op: "read".into(),
-        array: target.clone(),
-        open_in_timer: false,
-        layout: None,
-        dims: Vec::new(),
-        attrs: vec![spec.checksum_field.clone()],
-        checksum_field: spec.checksum_field.clone(),
-        queries: vec![QuerySpec { ranges: Vec::new() }],
-        scratch: None,
-        ranges: Vec::new(),
-        timestamp: None,
-        columns: Vec::new(),
-        aggregate: None,
-    })?;
+    let check = read_back(spec, &target)?;
     let verify_seconds = start.elapsed().as_secs_f64();
     remove_dir(&target)?;
     Ok(json!({
@@ -498,6 +468,27 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Reads the array at `target` back whole (its non-empty domain), `checksum_field` only, for
+/// the cell count and checksum of a write or a consolidation.
+fn read_back(spec: &Spec, target: &Path) -> Result<ReadOutcome> {
+    read_all(&Spec {
+        workload: spec.workload.clone(),
+        op: "read".into(),
+        array: target.to_path_buf(),
+        open_in_timer: false,
+        layout: None,
+        dims: Vec::new(),
+        attrs: vec![spec.checksum_field.clone()],
+        checksum_field: spec.checksum_field.clone(),
+        queries: vec![QuerySpec { ranges: Vec::new() }],
+        scratch: None,
+        ranges: Vec::new(),
+        timestamp: None,
+        columns: Vec::new(),
+        aggregate: None,
+    })
 }
 
 /// Deletes a folder and everything in it, if it is there.

@@ -153,6 +153,23 @@ def load_column(schema: tiledb.ArraySchema, col: dict) -> tuple:
     return np.fromfile(col["data"], dtype=np.dtype(f.dtype).newbyteorder("<")), None
 
 
+def read_back(spec: dict, target: Path, ctx: tiledb.Ctx) -> dict:
+    """Reads the array at ``target`` whole (its non-empty domain: dense reads need a subarray),
+    ``checksum_field`` only, for the cell count and checksum of a write or a consolidation."""
+    with tiledb.open(str(target), mode="r", ctx=ctx) as A:
+        ned = A.nonempty_domain()
+        names = [A.schema.domain.dim(i).name for i in range(A.schema.domain.ndim)]
+    return run_read({
+        "workload": spec["workload"],
+        "array": str(target),
+        "layout": None,
+        "dims": [],
+        "attrs": [spec["checksum_field"]],
+        "checksum_field": spec["checksum_field"],
+        "queries": [{"ranges": [[n, [[lo, hi]]] for n, (lo, hi) in zip(names, ned)]}],
+    })
+
+
 def run_write(spec: dict) -> dict:
     """Creates a fresh array with the schema of spec["array"] at <scratch>/libtiledb, writes
     the input files into it as one fragment (timed: open, submit, finalize, close), reads it
@@ -191,22 +208,9 @@ def run_write(spec: dict) -> dict:
     write_rss = peak_rss_mb()
     del columns
 
-    # Read back what was written (not timed): the non-empty domain (dense reads need a
-    # subarray).
+    # Read back what was written (not timed).
     t0 = time.perf_counter()
-    with tiledb.open(str(target), mode="r", ctx=ctx) as A:
-        ned = A.nonempty_domain()
-        names = [schema.domain.dim(i).name for i in range(schema.domain.ndim)]
-        ranges = [[name, [[lo, hi]]] for name, (lo, hi) in zip(names, ned)]
-    check = run_read({
-        "workload": spec["workload"],
-        "array": str(target),
-        "layout": None,
-        "dims": [],
-        "attrs": [spec["checksum_field"]],
-        "checksum_field": spec["checksum_field"],
-        "queries": [{"ranges": ranges}],
-    })
+    check = read_back(spec, target, ctx)
     verify_seconds = time.perf_counter() - t0
     shutil.rmtree(target)
     return {
@@ -289,19 +293,7 @@ def run_consolidate(spec: dict) -> dict:
     seconds = time.perf_counter() - t0
     work_rss = peak_rss_mb()
     t0 = time.perf_counter()
-    schema = tiledb.ArraySchema.load(str(target), ctx=ctx)
-    with tiledb.open(str(target), mode="r", ctx=ctx) as A:
-        ned = A.nonempty_domain()
-    names = [schema.domain.dim(i).name for i in range(schema.domain.ndim)]
-    check = run_read({
-        "workload": spec["workload"],
-        "array": str(target),
-        "layout": None,
-        "dims": [],
-        "attrs": [spec["checksum_field"]],
-        "checksum_field": spec["checksum_field"],
-        "queries": [{"ranges": [[n, [[lo, hi]]] for n, (lo, hi) in zip(names, ned)]}],
-    })
+    check = read_back(spec, target, ctx)
     verify_seconds = time.perf_counter() - t0
     shutil.rmtree(target)
     return {
