@@ -1439,15 +1439,17 @@ impl<'a> SparseReader<'a> {
             .sum::<u64>()
             + self.cursors.iter().flat_map(|c| &c.tiles).map(|t| t.sel.len() as u64).sum::<u64>();
         let Ok(cells) = usize::try_from(cells) else { return };
+        // Cell counts come from fragment metadata: a room that cannot be had (a corrupt
+        // count) is simply not reserved, and the columns grow as cells arrive.
         for (col, f) in out.columns.iter_mut().zip(&self.out) {
             if f.is_var() {
-                col.offsets.get_or_insert_with(Vec::new).reserve(cells);
+                let _ = col.offsets.get_or_insert_with(Vec::new).try_reserve(cells);
             } else {
                 let size = f.datatype.size().saturating_mul(f.cell_val_num as usize);
-                col.data.reserve(cells.saturating_mul(size));
+                let _ = col.data.try_reserve(cells.saturating_mul(size));
             }
             if let Some(v) = &mut col.validity {
-                v.reserve(cells);
+                let _ = v.try_reserve(cells);
             }
         }
     }

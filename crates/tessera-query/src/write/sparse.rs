@@ -217,7 +217,8 @@ impl<'c> CellOrder<'c> {
             self.fill_key(i, &mut k[..w]);
             (0..w).fold(0u64, |acc, j| {
                 // A zero-bit component is constant: it adds nothing.
-                if bits[j] == 0 { acc } else { (acc << bits[j]) | (k[j] - lo[j]) }
+                // (A lone 64-bit component shifts an empty accumulator out entirely.)
+                if bits[j] == 0 { acc } else { acc.unbounded_shl(bits[j]) | (k[j] - lo[j]) }
             })
         };
         let mut cells: Vec<(u64, u32)> =
@@ -459,6 +460,36 @@ mod tests {
                 assert_eq!(coords(&perm), coords(&slow), "{order:?} span {span} spread {spread}");
             }
         }
+    }
+
+    /// One key component spanning all 64 bits (a uint64 dimension whose single tile holds
+    /// coordinates from 0 to near 2^64, so the tile index takes no bit) still packs and sorts.
+    #[test]
+    fn a_full_width_key_component_packs() {
+        let top = u64::MAX - 1;
+        let mut dim = Dimension::new("x", Datatype::UInt64);
+        dim.domain = Some([0u64.to_le_bytes().to_vec(), top.to_le_bytes().to_vec()]);
+        dim.tile_extent = Some(top.to_le_bytes().to_vec());
+        let schema = ArraySchema::builder(ArrayType::Sparse)
+            .dimension(dim)
+            .attribute(Attribute::new("a", Datatype::Int32))
+            .build()
+            .expect("schema");
+        let values = [top - 1, 7, 0, 1 << 63];
+        let x = FieldCells {
+            name: "x".into(),
+            cell_size: Some(8),
+            elem_size: 8,
+            data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            offsets: None,
+            validity: None,
+            pad: None,
+        };
+        let order = CellOrder::new(&schema, vec![&x]);
+        let packed = order.sort_packed(values.len(), true).expect("the keys fit 64 bits");
+        let perm = packed.expect("no duplicates");
+        let sorted: Vec<u64> = perm.iter().map(|&i| values[i]).collect();
+        assert_eq!(sorted, [0, 7, 1 << 63, top - 1]);
     }
 
     #[test]
