@@ -211,6 +211,8 @@ pub fn decode_framed<B: AsRef<[u8]>>(
         // More than the chunks' bytes plausibly hold: each chunk decodes into a buffer that
         // grows with what it yields, and the output is made once every chunk has its size.
         let chunks: Vec<_> = framed.iter().collect();
+        // Every chunk's outcome, so that an error names the first bad chunk whichever worker
+        // finished first.
         let parts = chunks
             .par_iter()
             .map(|c| {
@@ -218,6 +220,8 @@ pub fn decode_framed<B: AsRef<[u8]>>(
                 decode_one(codec, c.info, c.metadata, c.data, &mut part, &mut Scratch::default())?;
                 Ok(part)
             })
+            .collect::<Vec<Result<Vec<u8>>>>()
+            .into_iter()
             .collect::<Result<Vec<Vec<u8>>>>()?;
         let mut out = try_alloc(total, "unfiltered tile")?;
         for part in &parts {
