@@ -74,6 +74,7 @@ suite!(
     list_errors,
     list_names_like_list,
     read_tail_end,
+    read_range_into_buffer,
     remove_object,
     remove_dir_all_tree,
     publish_replaces,

@@ -188,6 +188,21 @@ pub trait Storage: Send + Sync + fmt::Debug {
         Ok((bytes, size))
     }
 
+    /// Bytes `range` of the object at `path` into `buf`, which is cleared first and whose
+    /// capacity is reused: a reader that loads many large tiles recycles its buffers instead
+    /// of paying the kernel's page faults on fresh memory for each. The default copies
+    /// [`read_range`](Storage::read_range)'s bytes. On error, `buf` is left empty.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_range`](Storage::read_range).
+    fn read_range_into(&self, path: &str, range: Range<u64>, buf: &mut Vec<u8>) -> Result<()> {
+        buf.clear();
+        let bytes = self.read_range(path, range)?;
+        buf.extend_from_slice(&bytes);
+        Ok(())
+    }
+
     /// Writes `data` as the object at `path`, replacing any object there and creating missing
     /// parent directories. Not atomic: a concurrent reader may see a partial object; use
     /// [`publish`](Storage::publish) for what readers look for.
@@ -314,7 +329,7 @@ pub(crate) fn check_range(
     Ok(start..end)
 }
 
-fn out_of_memory(op: Op, path: &str) -> Error {
+pub(crate) fn out_of_memory(op: Op, path: &str) -> Error {
     Error::io_kind(
         op,
         path,

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 
 use crate::path::{normalize_non_root, normalize_path, parent};
-use crate::{Entry, Error, ObjectWriter, Op, Result, Storage, check_range};
+use crate::{Entry, Error, ObjectWriter, Op, Result, Storage, check_range, out_of_memory};
 
 /// The suffix of [`LocalStorage::publish`]'s temporary files (whose names also start with
 /// `.`); [`LocalStorage::list`] hides such names.
@@ -200,6 +200,32 @@ impl Storage for LocalStorage {
         let (file, size) = self.open(Op::ReadRange, path, &key)?;
         let r = check_range(Op::ReadRange, path, &range, size)?;
         read_exact_range(&file, r).map_err(|e| Error::io(Op::ReadRange, path, e))
+    }
+
+    fn read_range_into(&self, path: &str, range: Range<u64>, buf: &mut Vec<u8>) -> Result<()> {
+        use std::io::{Seek, SeekFrom};
+        buf.clear();
+        let key = normalize_path(Op::ReadRange, path)?;
+        let (mut file, size) = self.open(Op::ReadRange, path, &key)?;
+        let r = check_range(Op::ReadRange, path, &range, size)?;
+        let len = r.len();
+        // Into the buffer's spare capacity: nothing zeroed first.
+        buf.try_reserve(len).map_err(|_| out_of_memory(Op::ReadRange, path))?;
+        let read = file
+            .seek(SeekFrom::Start(r.start as u64))
+            .and_then(|_| (&file).take(len as u64).read_to_end(buf));
+        match read {
+            Ok(n) if n == len => Ok(()),
+            Ok(_) => {
+                buf.clear();
+                let e = io::Error::new(ErrorKind::UnexpectedEof, "failed to fill whole buffer");
+                Err(Error::io(Op::ReadRange, path, e))
+            }
+            Err(e) => {
+                buf.clear();
+                Err(Error::io(Op::ReadRange, path, e))
+            }
+        }
     }
 
     fn read_ranges(&self, path: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {

@@ -63,6 +63,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("list_errors", list_errors),
     ("list_names_like_list", list_names_like_list),
     ("read_tail_end", read_tail_end),
+    ("read_range_into_buffer", read_range_into_buffer),
     ("remove_object", remove_object),
     ("remove_dir_all_tree", remove_dir_all_tree),
     ("publish_replaces", publish_replaces),
@@ -122,6 +123,7 @@ macro_rules! storage_test_suite {
             list_errors,
             list_names_like_list,
             read_tail_end,
+            read_range_into_buffer,
             remove_object,
             remove_dir_all_tree,
             publish_replaces,
@@ -519,6 +521,34 @@ pub fn read_tail_end(s: &dyn Storage) {
         Err(e) => panic!("read_tail of a missing object: expected NotFound, got {e:?}"),
         Ok(_) => panic!("read_tail of a missing object: expected NotFound, got Ok"),
     }
+}
+
+/// `read_range_into`: the bytes of the range replace what the buffer held; bad ranges and
+/// missing objects fail as `read_range` does, leaving the buffer empty.
+pub fn read_range_into_buffer(s: &dyn Storage) {
+    let data = pattern(100_000, 11);
+    ok(s.write("r", data.clone()), "write");
+    let mut buf = vec![0xAA; 300_000];
+    for range in [0..0, 0..1, 5..17, 4096..65_539, 99_999..100_000, 0..100_000] {
+        ok(s.read_range_into("r", range.clone(), &mut buf), "read_range_into");
+        assert!(buf == data[range.start as usize..range.end as usize], "range {range:?} differs");
+    }
+    buf.extend_from_slice(b"stale");
+    expect_range(
+        s.read_range_into("r", 0..100_001, &mut buf),
+        Op::ReadRange,
+        "r",
+        0..100_001,
+        100_000,
+    );
+    assert!(buf.is_empty(), "a failed read leaves the buffer empty");
+    buf.extend_from_slice(b"stale");
+    match s.read_range_into("missing", 0..1, &mut buf) {
+        Err(e) if e.is_not_found() => {}
+        Err(e) => panic!("read_range_into of a missing object: expected NotFound, got {e:?}"),
+        Ok(()) => panic!("read_range_into of a missing object: expected NotFound, got Ok"),
+    }
+    assert!(buf.is_empty(), "a failed read leaves the buffer empty");
 }
 
 /// `remove` deletes one object, keeps its directory, and fails on missing paths and

@@ -8,9 +8,9 @@ use tessera_types::{CELL_VAL_NUM_VAR, Datatype};
 use crate::chunking::{Split, use_tile_chunking, validate_offsets};
 use crate::framing::STRING_PATH_OFFSETS_TILE;
 use crate::tile::{
-    VarTile, check_len, decode_string_tile, decode_tile, decode_tile_exact,
-    decode_tile_exact_sequential, decode_tile_exact_sequential_into, encode_string_tile,
-    encode_tile, layout_of, offsets_from_bytes, offsets_to_bytes,
+    VarTile, check_len, decode_string_tile, decode_tile, decode_tile_chunks_into,
+    decode_tile_exact, decode_tile_exact_sequential, decode_tile_exact_sequential_into,
+    encode_string_tile, encode_tile, layout_of, offsets_from_bytes, offsets_to_bytes,
 };
 use crate::{Error, Result};
 
@@ -204,6 +204,24 @@ impl TileCodec {
         out: &mut Vec<u8>,
     ) -> Result<()> {
         decode_tile_exact_sequential_into(&self.codec, tile, expected_len, out)
+    }
+
+    /// Decodes only the chunks overlapping `wanted` (sorted byte ranges of the unfiltered
+    /// tile), appended to `out` (on the rayon pool with `parallel`); returns the unfiltered
+    /// range of each chunk decoded. See
+    /// [`decode_tile_chunks_into`].
+    ///
+    /// # Errors
+    /// As [`Self::decode_exact`]; `out` is then as it was.
+    pub fn decode_chunks_into(
+        &self,
+        tile: &[u8],
+        expected_len: u64,
+        wanted: &[std::ops::Range<u64>],
+        parallel: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<Vec<std::ops::Range<u64>>> {
+        decode_tile_chunks_into(&self.codec, tile, expected_len, wanted, parallel, out)
     }
 
     /// Encodes an offsets tile from the cells' start offsets.

@@ -2,6 +2,8 @@
 //! there are several), frame; and the reverse, decoding every chunk straight into its slot of
 //! one output buffer.
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 use tessera_filters::{EncodedChunk, PipelineCodec, Scratch};
 
@@ -166,6 +168,75 @@ pub fn decode_tile_exact_sequential_into(
     out.try_reserve(want)
         .map_err(|_| Error::Allocation { what: "unfiltered tile", bytes: expected_len })?;
     decode_framed_sequential_into(codec, &framed, out).inspect_err(|_| out.truncate(start))
+}
+
+/// Decodes only the chunks of a tile whose unfiltered bytes overlap `wanted` (byte ranges of
+/// the unfiltered tile, sorted by start), appending them one after the other to `out`, and
+/// returns the unfiltered byte range each decoded chunk covers, in order. Chunks decode
+/// independently, so a read that needs a few rows of a large filtered tile skips the rest.
+/// With `parallel`, the chunks decode on the rayon pool (for reads of few tiles). On error,
+/// `out` holds what it held before.
+///
+/// # Errors
+/// As [`decode_tile_exact`].
+pub fn decode_tile_chunks_into(
+    codec: &PipelineCodec,
+    tile: &[u8],
+    expected_len: u64,
+    wanted: &[Range<u64>],
+    parallel: bool,
+    out: &mut Vec<u8>,
+) -> Result<Vec<Range<u64>>> {
+    let framed = FramedTile::parse(tile)?;
+    check_len("tile", expected_len, framed.orig_len())?;
+    let start = out.len();
+    let mut spans: Vec<Range<u64>> = Vec::new();
+    let mut w = 0;
+    let mut scratch = Scratch::default();
+    let mut picked = Vec::new();
+    for c in framed.iter() {
+        let range = c.info.orig_range();
+        while w < wanted.len() && wanted[w].end <= range.start {
+            w += 1;
+        }
+        if w == wanted.len() {
+            break;
+        }
+        if wanted[w].start < range.end && range.start < range.end {
+            picked.push(c);
+            match spans.last_mut() {
+                Some(last) if last.end == range.start => last.end = range.end,
+                _ => spans.push(range),
+            }
+        }
+    }
+    let bytes: u64 = spans.iter().map(|r| r.end - r.start).sum();
+    let want = usize::try_from(bytes.min(reservation(&framed)))
+        .map_err(|_| Error::Allocation { what: "unfiltered tile", bytes })?;
+    out.try_reserve(want).map_err(|_| Error::Allocation { what: "unfiltered tile", bytes })?;
+    if parallel && picked.len() > 1 {
+        // Each chunk into its own buffer on the rayon pool, then appended in order (the
+        // first bad chunk's error, whichever worker finished first).
+        let parts = picked
+            .par_iter()
+            .map(|c| {
+                let mut part = Vec::new();
+                decode_one(codec, c.info, c.metadata, c.data, &mut part, &mut Scratch::default())?;
+                Ok(part)
+            })
+            .collect::<Vec<Result<Vec<u8>>>>()
+            .into_iter()
+            .collect::<Result<Vec<Vec<u8>>>>()?;
+        for part in &parts {
+            out.extend_from_slice(part);
+        }
+        return Ok(spans);
+    }
+    for c in picked {
+        decode_one(codec, c.info, c.metadata, c.data, out, &mut scratch)
+            .inspect_err(|_| out.truncate(start))?;
+    }
+    Ok(spans)
 }
 
 /// Appends each chunk of an already parsed tile to `out`, one after the other.
@@ -527,5 +598,53 @@ mod tests {
         let framed = FramedTile::parse(tile.as_slice()).unwrap();
         assert!(framed.num_chunks() > 1 && reservation(&framed) < framed.orig_len());
         assert_eq!(decode_framed(&zstd, &framed).unwrap(), zeros);
+    }
+
+    #[test]
+    fn only_the_chunks_holding_wanted_bytes_are_decoded() {
+        let zstd =
+            FilterPipeline::new(vec![Filter::zstd(1)]).codec(Datatype::Int32, 1, 22).unwrap();
+        let data: Vec<u8> = (0..200_000u32).flat_map(|v| (v % 977).to_le_bytes()).collect();
+        let tile = encode_tile(&zstd, &data, Split::Fixed { cell_size: 4 }).unwrap();
+        let n = data.len() as u64;
+        let chunk = 65_536u64;
+        for parallel in [false, true] {
+            // Bytes in chunks 0, 2 and 3 (a range across the 2 | 3 boundary), and the last.
+            let wanted = [10..20, 2 * chunk + 5..3 * chunk + 7, n - 1..n];
+            let mut out = b"kept".to_vec();
+            let spans =
+                decode_tile_chunks_into(&zstd, &tile, n, &wanted, parallel, &mut out).unwrap();
+            let last = (n - 1) / chunk;
+            assert_eq!(spans, vec![0..chunk, 2 * chunk..4 * chunk, last * chunk..n]);
+            assert_eq!(&out[..4], b"kept");
+            let mut at = 4;
+            for span in &spans {
+                let len = (span.end - span.start) as usize;
+                assert!(out[at..at + len] == data[span.start as usize..span.end as usize]);
+                at += len;
+            }
+            assert_eq!(at, out.len());
+            // Nothing wanted: nothing decoded.
+            let mut none = Vec::new();
+            let spans = decode_tile_chunks_into(&zstd, &tile, n, &[], parallel, &mut none);
+            assert!(spans.unwrap().is_empty() && none.is_empty());
+        }
+        // A wrong expected length, and a corrupt chunk among those wanted, fail and leave
+        // the output as it was.
+        let mut out = b"kept".to_vec();
+        let e = decode_tile_chunks_into(&zstd, &tile, n + 4, &[0..1], false, &mut out);
+        assert!(matches!(e, Err(Error::SizeMismatch { .. })), "{e:?}");
+        let mut bad = tile.clone();
+        let info = FramedTile::parse(bad.as_slice()).unwrap().layout().chunks()[1].clone();
+        bad[info.data.start + 4] ^= 0xFF;
+        for parallel in [false, true] {
+            let e = decode_tile_chunks_into(&zstd, &bad, n, &[0..n], parallel, &mut out);
+            assert!(matches!(e, Err(Error::DecodeChunk { chunk: 1, .. })), "{e:?}");
+            assert_eq!(out, b"kept");
+            // Chunk 1 not wanted: fine.
+            let ok = decode_tile_chunks_into(&zstd, &bad, n, &[0..10], parallel, &mut out);
+            assert_eq!(ok.unwrap(), vec![0..chunk]);
+            out.truncate(4);
+        }
     }
 }

@@ -26,6 +26,7 @@
 //! coordinates of the runs' positions (dense fragments store none).
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -39,7 +40,8 @@ use crate::read::order::{int_value, push_int};
 use crate::read::stats::FieldMeta;
 use crate::read::subarray::Subarray;
 use crate::read::tiles::{
-    DecodedTile, FieldReader, QField, TileCells, TileJob, load_tiles, load_tiles_with,
+    DecodedTile, FieldReader, QField, TileCells, TileJob, TilePart, load_tile_part, load_tiles,
+    load_tiles_with,
 };
 use crate::result::{Column, ReadResult};
 use crate::{Error, Result};
@@ -47,6 +49,10 @@ use crate::{Error, Result};
 /// Cells processed at once when no budget bounds a batch: bounds the run lists and the
 /// tiles held, without limiting parallelism much.
 const UNBOUNDED_CHUNK_CELLS: u64 = 1 << 22;
+
+/// Runs (copies of cells in a row of one tile) of a batch of a presized stream, about
+/// (see [`DenseReader::presized_batch_cells`]).
+const PRESIZED_BATCH_RUNS: u64 = 1 << 20;
 
 /// Cells per partial aggregate of a row- or col-major aggregate (partials are computed in
 /// parallel, then folded in order).
@@ -161,6 +167,9 @@ pub(crate) struct DenseReader<'a> {
     masks: HashMap<(usize, u64), Arc<Vec<bool>>>,
     /// Tile metadata loaded for aggregates: (fragment, aggregate field).
     metas: HashMap<(usize, usize), Option<Arc<FieldMeta>>>,
+    /// Set by [`Self::presize`]: the position the output columns start at. They already hold
+    /// every remaining cell (zeroed), and batches write into them in place.
+    presized: Option<u64>,
 }
 
 impl<'a> DenseReader<'a> {
@@ -331,6 +340,7 @@ impl<'a> DenseReader<'a> {
             cache: HashMap::new(),
             masks: HashMap::new(),
             metas: HashMap::new(),
+            presized: None,
         })
     }
 
@@ -370,6 +380,7 @@ impl<'a> DenseReader<'a> {
         let per_cell = self.bytes_per_cell();
         let want = match self.budget {
             Some(b) => (b / per_cell).clamp(1, UNBOUNDED_CHUNK_CELLS),
+            None if self.presized.is_some() => self.presized_batch_cells(),
             None => UNBOUNDED_CHUNK_CELLS,
         };
         let p0 = self.pos;
@@ -418,7 +429,7 @@ impl<'a> DenseReader<'a> {
         let cache = &self.cache;
         out.columns.par_iter_mut().zip(self.fields.par_iter()).enumerate().for_each(
             |(i, (col, field))| match field.source {
-                Source::Dim(d) => self.coord_column(col, field, d, &pieces, p0, end),
+                Source::Dim(d) => self.coord_column(None, col, field, d, &pieces, p0, end),
                 Source::Attr(_) => {
                     let tiles: Vec<Option<Arc<DecodedTile>>> =
                         slot_list.iter().map(|&(f, t)| cache.get(&(f, t, i)).cloned()).collect();
@@ -477,7 +488,7 @@ impl<'a> DenseReader<'a> {
         let n = (end - p0) as usize;
         out.columns.par_iter_mut().zip(self.fields.par_iter()).for_each(|(col, field)| {
             if let Source::Dim(d) = field.source {
-                self.coord_column(col, field, d, pieces, p0, end);
+                self.coord_column(self.presized, col, field, d, pieces, p0, end);
             }
         });
         // (field, first cell in the tile, destination) of every slot; fills apart.
@@ -489,15 +500,8 @@ impl<'a> DenseReader<'a> {
                 continue;
             }
             let size = field.cell_size();
-            let bytes = n * size;
-            let start = col.data.len();
-            if start == 0 {
-                col.data = vec![0; bytes];
-            } else {
-                col.data.resize(start + bytes, 0);
-            }
             let piece_cells = (PIECE_BYTES / size).max(1) as u64;
-            let mut rest = &mut col.data[start..];
+            let mut rest = batch_slice(col, size, p0, n, self.presized);
             for r in runs {
                 let mut src = r.src;
                 let mut left = r.len;
@@ -541,25 +545,45 @@ impl<'a> DenseReader<'a> {
                     let len = rest.iter().take_while(|w| w.0 == i).count();
                     let (group, tail) = rest.split_at_mut(len);
                     rest = tail;
-                    let tile = match (cache.get(&(f, t, i)), frag.readers.get(i)) {
-                        (Some(tile), _) => Some(tile.clone()),
+                    let size = fields[i].cell_size();
+                    let loaded = match (cache.get(&(f, t, i)), frag.readers.get(i)) {
+                        (Some(tile), _) => Loaded::Whole(tile.clone()),
                         (None, Some(Some(r))) => {
                             let job = TileJob { reader: r, tile: t, cells: frag.cells.get(t) };
-                            load_tiles_with(storage, &[job], sequential)?.pop()
+                            // A tile no later batch needs: only the chunks of its cells here.
+                            let part = if keep_it {
+                                None
+                            } else {
+                                let wanted = wanted_bytes(group, size);
+                                load_tile_part(storage, &job, &wanted, !sequential)?
+                            };
+                            match part {
+                                Some(part) => Loaded::Part(part),
+                                None => load_tiles_with(storage, &[job], sequential)?
+                                    .pop()
+                                    .map_or(Loaded::Missing, Loaded::Whole),
+                            }
                         }
-                        (None, _) => None,
+                        (None, _) => Loaded::Missing,
                     };
-                    let size = fields[i].cell_size();
                     for (_, src, dst) in group.iter_mut() {
-                        match &tile {
-                            Some(tile) => {
+                        match &loaded {
+                            Loaded::Whole(tile) => {
                                 let range = tile.cells_range(*src as usize, dst.len() / size);
                                 dst.copy_from_slice(&tile.data[range]);
                             }
-                            None => fill(i, dst),
+                            Loaded::Part(part) => {
+                                if !part.copy_to(*src * size as u64, dst) {
+                                    return Err(Error::Corrupt {
+                                        file: frag.dir.clone(),
+                                        reason: format!("tile {t}: cells {src}.. were not decoded"),
+                                    });
+                                }
+                            }
+                            Loaded::Missing => fill(i, dst),
                         }
                     }
-                    if keep_it && let Some(tile) = tile {
+                    if keep_it && let Loaded::Whole(tile) = loaded {
                         kept.push(((f, t, i), tile));
                     }
                 }
@@ -803,7 +827,7 @@ impl<'a> DenseReader<'a> {
             .map(|(d, dim)| {
                 let field = OutField::dim(schema, d);
                 let mut col = field.empty_column();
-                self.coord_column(&mut col, &field, d, &pieces, p0, p1);
+                self.coord_column(None, &mut col, &field, d, &pieces, p0, p1);
                 (dim.name.clone(), col)
             })
             .collect();
@@ -1035,10 +1059,47 @@ impl<'a> DenseReader<'a> {
         }
     }
 
-    /// Reserves room in `out` for every remaining cell of the fixed-size columns (reads
-    /// without a budget, whose batches all go to one result).
-    pub(crate) fn reserve(&self, out: &mut ReadResult) {
+    /// Cells of a batch of a presized stream: about [`PRESIZED_BATCH_RUNS`] runs (batches
+    /// hold no decoded tiles but those they share with the next, so larger batches mean fewer
+    /// tiles decoded twice or kept), from [`UNBOUNDED_CHUNK_CELLS`] up to 64 times as many.
+    fn presized_batch_cells(&self) -> u64 {
+        // Result positions in a row of one tile: the innermost dimension's extent within the
+        // subarray when the result and the cells are in the same order, else one.
+        let inner = match (self.layout, self.cell_order) {
+            (Layout::RowMajor, Layout::RowMajor) => self.dims.last(),
+            (Layout::ColMajor, Layout::ColMajor) => self.dims.first(),
+            _ => None,
+        };
+        let run = inner.map_or(1, |d| {
+            let ext = u64::try_from(d.extent).unwrap_or(u64::MAX);
+            if d.ranges.len() == 1 { ext.min(d.len) } else { 1 }
+        });
+        run.saturating_mul(PRESIZED_BATCH_RUNS)
+            .clamp(UNBOUNDED_CHUNK_CELLS, UNBOUNDED_CHUNK_CELLS * 64)
+    }
+
+    /// Makes room in `out` for every remaining cell (reads without a budget, whose batches
+    /// all go to one result). When batches stream, the columns are allocated whole and zeroed
+    /// at once (fresh pages, first touched by the parallel copies, instead of a single-thread
+    /// `memset` per batch) and batches write into them in place; otherwise room is reserved.
+    pub(crate) fn presize(&mut self, out: &mut ReadResult) {
         let cells = (self.total - self.pos) as usize;
+        if self.can_stream() && self.presized.is_none() {
+            for (col, f) in out.columns.iter_mut().zip(&self.fields) {
+                if col.data.is_empty() {
+                    col.data = vec![0; cells * f.cell_size()];
+                }
+            }
+            if out
+                .columns
+                .iter()
+                .zip(&self.fields)
+                .all(|(c, f)| c.data.len() == cells * f.cell_size())
+            {
+                self.presized = Some(self.pos);
+                return;
+            }
+        }
         for (col, f) in out.columns.iter_mut().zip(&self.fields) {
             if !f.is_var() {
                 col.data.reserve(cells * f.cell_size());
@@ -1095,9 +1156,12 @@ impl<'a> DenseReader<'a> {
         p1
     }
 
-    /// The coordinates of dimension `d` at positions `p0..end`.
+    /// The coordinates of dimension `d` at positions `p0..end`, into `col` in place from
+    /// position `base` on, or appended.
+    #[allow(clippy::too_many_arguments)]
     fn coord_column(
         &self,
+        base: Option<u64>,
         col: &mut Column,
         field: &OutField,
         d: usize,
@@ -1107,9 +1171,7 @@ impl<'a> DenseReader<'a> {
     ) {
         let size = field.datatype.size();
         let n = (end - p0) as usize;
-        let old = col.data.len();
-        col.data.resize(old + n * size, 0);
-        let data = &mut col.data[old..];
+        let data = batch_slice(col, size, p0, n, base);
         let mut value = Vec::with_capacity(16);
         let dim_num = self.dims.len();
         let others: Vec<usize> = (0..dim_num).filter(|&k| k != d).collect();
@@ -1365,6 +1427,57 @@ impl<'a> DenseReader<'a> {
         }
         Ok(())
     }
+}
+
+/// A fragment tile as the streaming copy has it.
+enum Loaded {
+    /// Decoded whole (or cached from the previous batch).
+    Whole(Arc<DecodedTile>),
+    /// Only the chunks holding the cells of this batch.
+    Part(TilePart),
+    /// The fragment does not have the field: cells take the fill value.
+    Missing,
+}
+
+/// The byte ranges of a tile that the copies `group` (field, first cell, destination) read,
+/// sorted and merged.
+fn wanted_bytes(group: &[(usize, u64, &mut [u8])], size: usize) -> Vec<Range<u64>> {
+    let mut wanted: Vec<Range<u64>> = group
+        .iter()
+        .map(|(_, src, dst)| {
+            let start = src * size as u64;
+            start..start + dst.len() as u64
+        })
+        .collect();
+    wanted.sort_unstable_by_key(|w| w.start);
+    let mut merged: Vec<Range<u64>> = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        match merged.last_mut() {
+            Some(last) if w.start <= last.end => last.end = last.end.max(w.end),
+            _ => merged.push(w),
+        }
+    }
+    merged
+}
+
+/// The bytes of `col` (of `size`-byte cells) where positions `p0..p0 + n` go: in place when
+/// the column holds every cell from position `base` on (see [`DenseReader::presize`]), else
+/// appended (zeroed first).
+fn batch_slice(col: &mut Column, size: usize, p0: u64, n: usize, base: Option<u64>) -> &mut [u8] {
+    let bytes = n * size;
+    let start = match base {
+        Some(base) => (p0 - base) as usize * size,
+        None => {
+            let start = col.data.len();
+            if start == 0 {
+                col.data = vec![0; bytes];
+            } else {
+                col.data.resize(start + bytes, 0);
+            }
+            start
+        }
+    };
+    &mut col.data[start..start + bytes]
 }
 
 /// Calls `f(run, passes)` for the parts of `r` where the condition bitmap of its tile

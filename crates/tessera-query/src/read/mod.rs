@@ -315,7 +315,7 @@ impl<'a> ReadQuery<'a> {
             Inner::Empty => {}
             Inner::Dense(r) => {
                 if r.budget().is_none() {
-                    r.reserve(&mut result);
+                    r.presize(&mut result);
                 }
                 while r.next_batch(&mut result)? {}
             }

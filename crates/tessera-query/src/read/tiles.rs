@@ -393,11 +393,18 @@ pub(crate) fn load_tiles_with(
     }
     // Large files are read in several groups of ranges, so that one field's tiles are not
     // one long read on one thread.
-    let mut files: Vec<(&str, FileRanges)> = Vec::with_capacity(by_file.len());
-    for (path, mut parts) in by_file {
+    // Large ranges are read one by one into pooled buffers (`pooled`).
+    let mut files: Vec<(&str, FileRanges, bool)> = Vec::with_capacity(by_file.len());
+    for (path, parts) in by_file {
+        let (big, mut parts): (FileRanges, FileRanges) =
+            parts.into_iter().partition(|(_, _, r)| r.end - r.start >= POOLED_READ_BYTES);
+        files.extend(big.into_iter().map(|part| (path, vec![part], true)));
         let total: u64 = parts.iter().map(|(_, _, r)| r.end - r.start).sum();
+        if parts.is_empty() {
+            continue;
+        }
         if total < 2 * READ_GROUP_BYTES {
-            files.push((path, parts));
+            files.push((path, parts, false));
             continue;
         }
         parts.sort_by_key(|(_, _, r)| r.start);
@@ -407,17 +414,23 @@ pub(crate) fn load_tiles_with(
             bytes += part.2.end - part.2.start;
             group.push(part);
             if bytes >= READ_GROUP_BYTES {
-                files.push((path, std::mem::take(&mut group)));
+                files.push((path, std::mem::take(&mut group), false));
                 bytes = 0;
             }
         }
         if !group.is_empty() {
-            files.push((path, group));
+            files.push((path, group, false));
         }
     }
     let fetched: Vec<Vec<(usize, Part, u64, Bytes)>> = files
         .par_iter()
-        .map(|(path, parts)| {
+        .map(|(path, parts, pooled)| {
+            if *pooled {
+                return parts
+                    .iter()
+                    .map(|(j, p, r)| Ok((*j, *p, r.start, read_pooled(storage, path, r.clone())?)))
+                    .collect();
+            }
             let ranges: Vec<Range<u64>> = parts.iter().map(|(_, _, r)| r.clone()).collect();
             let bytes = storage
                 .read_ranges(path, &ranges)
@@ -536,6 +549,185 @@ fn decode_job(
         out.validity = Some(decode_fixed(vcodec, vbytes, cells, sequential).map_err(err)?);
     }
     Ok(out)
+}
+
+/// Part of a fixed-size tile (see [`load_tile_part`]): pieces of its unfiltered bytes.
+#[derive(Debug)]
+pub(crate) struct TilePart {
+    /// (first byte in the unfiltered tile, bytes) of each piece, sorted, not overlapping.
+    pieces: Vec<(u64, Bytes)>,
+}
+
+impl TilePart {
+    /// Copies bytes `at..at + dst.len()` of the unfiltered tile into `dst`; `false` when some
+    /// of them were not loaded.
+    pub(crate) fn copy_to(&self, at: u64, dst: &mut [u8]) -> bool {
+        let (mut at, mut dst) = (at, dst);
+        let mut i = self.pieces.partition_point(|(start, _)| *start <= at);
+        if i == 0 {
+            return dst.is_empty();
+        }
+        i -= 1;
+        while !dst.is_empty() {
+            let Some((start, bytes)) = self.pieces.get(i) else { return false };
+            let Some(off) = at.checked_sub(*start).map(|o| o as usize) else { return false };
+            if off >= bytes.len() {
+                return false;
+            }
+            let n = (bytes.len() - off).min(dst.len());
+            let (head, tail) = dst.split_at_mut(n);
+            head.copy_from_slice(&bytes[off..off + n]);
+            dst = tail;
+            at += n as u64;
+            i += 1;
+        }
+        true
+    }
+}
+
+/// Ranges of a file at least this large are read into pooled buffers (see [`read_pooled`])
+/// rather than coalesced with their neighbours.
+const POOLED_READ_BYTES: u64 = 1 << 20;
+
+/// Wanted ranges of an unfiltered tile closer than this are read as one.
+const PART_READ_GAP: u64 = 64 << 10;
+
+/// Bytes `range` of `file`, in a buffer of the tile pool when they are many (see `pool`).
+fn read_pooled(storage: &dyn Storage, file: &str, range: Range<u64>) -> Result<Bytes> {
+    let len = usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(usize::MAX);
+    let mut buf = super::pool::take(len);
+    if buf.capacity() == 0 {
+        return storage.read_range(file, range).map_err(|e| crate::fragment::removed_or(e, file));
+    }
+    storage
+        .read_range_into(file, range, &mut buf)
+        .map_err(|e| crate::fragment::removed_or(e, file))?;
+    Ok(super::pool::share(buf))
+}
+
+/// Loads the bytes of tile `job` that hold `wanted` (byte ranges of the unfiltered tile,
+/// sorted by start and not overlapping): for a filtered tile, only the chunks holding them
+/// are decoded (on the rayon pool with `parallel`); for a tile stored without filters, only
+/// they are read. A read that needs a few rows of large tiles thus touches a fraction of
+/// them. Fixed-size fields without validity only; `None` for others, to be loaded whole.
+///
+/// # Errors
+/// As [`load_tiles`].
+pub(crate) fn load_tile_part(
+    storage: &dyn Storage,
+    job: &TileJob<'_>,
+    wanted: &[Range<u64>],
+    parallel: bool,
+) -> Result<Option<TilePart>> {
+    let r = job.reader;
+    let Codec::Fixed { codec, cell_size } = &r.codec else { return Ok(None) };
+    if r.zipped.is_some() || r.validity.is_some() {
+        return Ok(None);
+    }
+    let t = job.tile;
+    let range = r.range_in(&r.data_file, &r.offsets, r.file_size, t)?;
+    let expected = job.cells * cell_size;
+    let file = r.data_file.as_str();
+    if codec.pipeline_codec().is_empty() {
+        return load_plain_part(storage, file, range, expected, wanted);
+    }
+    let bytes = read_pooled(storage, file, range.clone())?;
+    let wanted_bytes: u64 = wanted.iter().map(|w| w.end - w.start).sum();
+    let mut buf = super::pool::take(usize::try_from(wanted_bytes.min(expected)).unwrap_or(0));
+    let spans =
+        codec.decode_chunks_into(&bytes, expected, wanted, parallel, &mut buf).map_err(|e| {
+            Error::Tile {
+                file: file.to_owned(),
+                tile: t,
+                offset: range.start,
+                end: range.start + bytes.len() as u64,
+                source: Box::new(e.at_offset(range.start)),
+            }
+        })?;
+    let data = super::pool::share(buf);
+    let mut pieces = Vec::with_capacity(spans.len());
+    let mut at = 0usize;
+    for span in spans {
+        let len = (span.end - span.start) as usize;
+        pieces.push((span.start, data.slice(at..at + len)));
+        at += len;
+    }
+    Ok(Some(TilePart { pieces }))
+}
+
+/// [`load_tile_part`] for a tile stored without filters (bytes `range` of `file`, `expected`
+/// bytes unfiltered). When its chunks are laid out as libtiledb writes them (a chunk count,
+/// then chunks of one size but the last, each a header and its bytes, no metadata), only the
+/// chunks holding wanted bytes are read (neighbours within [`PART_READ_GAP`] in one read),
+/// and every header read is checked; `None` for other layouts.
+fn load_plain_part(
+    storage: &dyn Storage,
+    file: &str,
+    range: Range<u64>,
+    expected: u64,
+    wanted: &[Range<u64>],
+) -> Result<Option<TilePart>> {
+    /// Bytes of a chunk header: three u32 (unfiltered, filtered and metadata lengths).
+    const CHUNK_HEADER: u64 = 12;
+    if range.end - range.start < 8 + CHUNK_HEADER || expected == 0 {
+        return Ok(None);
+    }
+    let head = storage
+        .read_range(file, range.start..range.start + 8 + CHUNK_HEADER)
+        .map_err(|e| crate::fragment::removed_or(e, file))?;
+    let count = u64::from_le_bytes(head[..8].try_into().unwrap_or_default());
+    let size = u64::from(u32::from_le_bytes(head[8..12].try_into().unwrap_or_default()));
+    if size == 0 || count != expected.div_ceil(size) {
+        return Ok(None);
+    }
+    if range.end - range.start != 8 + count * CHUNK_HEADER + expected {
+        return Ok(None);
+    }
+    // Where chunk `k` starts in the file, and its unfiltered length.
+    let chunk_at = |k: u64| range.start + 8 + k * (CHUNK_HEADER + size);
+    let chunk_len = |k: u64| size.min(expected - k * size);
+    let corrupt = |k: u64| Error::Corrupt {
+        file: file.to_owned(),
+        reason: format!(
+            "unfiltered tile at byte {}: chunk {k} does not have the header of a plain chunk",
+            range.start
+        ),
+    };
+    let mut pieces = Vec::new();
+    let mut i = 0;
+    while i < wanted.len() {
+        let first = wanted[i].start / size;
+        let mut end = wanted[i].end;
+        i += 1;
+        while i < wanted.len() && wanted[i].start <= end + PART_READ_GAP {
+            end = end.max(wanted[i].end);
+            i += 1;
+        }
+        if end > expected || first >= count {
+            return Err(Error::Corrupt {
+                file: file.to_owned(),
+                reason: format!("bytes ..{end} asked of a {expected}-byte tile"),
+            });
+        }
+        let last = (end - 1) / size;
+        let from = chunk_at(first);
+        let bytes =
+            read_pooled(storage, file, from..chunk_at(last) + CHUNK_HEADER + chunk_len(last))?;
+        for k in first..=last {
+            let at = (chunk_at(k) - from) as usize;
+            let len = chunk_len(k);
+            let header = bytes.get(at..at + CHUNK_HEADER as usize).ok_or_else(|| corrupt(k))?;
+            let field = |j: usize| {
+                u64::from(u32::from_le_bytes(header[j..j + 4].try_into().unwrap_or_default()))
+            };
+            if field(0) != len || field(4) != len || field(8) != 0 {
+                return Err(corrupt(k));
+            }
+            let data = at + CHUNK_HEADER as usize;
+            pieces.push((k * size, bytes.slice(data..data + len as usize)));
+        }
+    }
+    Ok(Some(TilePart { pieces }))
 }
 
 /// Decodes a tile to exactly `expected` bytes; a tile stored without filters in one chunk is
