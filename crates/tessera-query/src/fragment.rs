@@ -2,7 +2,7 @@
 //! their metadata, loaded on demand and kept.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use rayon::prelude::*;
@@ -34,6 +34,8 @@ pub struct Fragment {
     file_size: u64,
     footer_offset: u64,
     parts: Mutex<HashMap<LazyPart, Arc<Vec<u8>>>>,
+    /// The R-tree, parsed the first time it is asked for.
+    rtree: OnceLock<Arc<RTree>>,
 }
 
 impl Fragment {
@@ -109,15 +111,26 @@ impl Fragment {
         Ok(payload)
     }
 
-    /// The R-tree over the fragment's tile MBRs.
+    /// The R-tree over the fragment's tile MBRs, loaded and parsed the first time and kept
+    /// (queries of small boxes ask for it every time).
     ///
     /// # Errors
     /// As [`Self::part`].
-    pub fn rtree(&self, storage: &dyn Storage) -> Result<RTree> {
+    pub fn rtree(&self, storage: &dyn Storage) -> Result<Arc<RTree>> {
+        if let Some(tree) = self.rtree.get() {
+            return Ok(tree.clone());
+        }
         let payload = self.part(storage, LazyPart::RTree)?;
-        RTree::parse(&payload, &tessera_fragment::dim_types(&self.schema)).map_err(|source| {
-            self.error(tessera_fragment::Error::RTree { structure: "R-tree", offset: 0, source })
-        })
+        let tree = RTree::parse(&payload, &tessera_fragment::dim_types(&self.schema)).map_err(
+            |source| {
+                self.error(tessera_fragment::Error::RTree {
+                    structure: "R-tree",
+                    offset: 0,
+                    source,
+                })
+            },
+        )?;
+        Ok(self.rtree.get_or_init(|| Arc::new(tree)).clone())
     }
 
     /// A per-field list of `u64`s (tile offsets, var offsets, var sizes, validity offsets,
@@ -181,6 +194,7 @@ fn load_v1_v2(
         file_size,
         footer_offset: file_size,
         parts: Mutex::new(parts),
+        rtree: OnceLock::new(),
     })
 }
 
@@ -271,6 +285,7 @@ pub(crate) fn load_fragments(
                 file_size,
                 footer_offset,
                 parts: Mutex::new(HashMap::new()),
+                rtree: OnceLock::new(),
             })
         })
         .collect()

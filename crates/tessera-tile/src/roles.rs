@@ -8,9 +8,10 @@ use tessera_types::{CELL_VAL_NUM_VAR, Datatype};
 use crate::chunking::{Split, use_tile_chunking, validate_offsets};
 use crate::framing::STRING_PATH_OFFSETS_TILE;
 use crate::tile::{
-    VarTile, check_len, decode_string_tile, decode_tile, decode_tile_chunks_into,
-    decode_tile_exact, decode_tile_exact_sequential, decode_tile_exact_sequential_into,
-    encode_string_tile, encode_tile, layout_of, offsets_from_bytes, offsets_to_bytes,
+    VarTile, check_len, decode_string_tile, decode_tile, decode_tile_chunks_in_place,
+    decode_tile_chunks_into, decode_tile_exact, decode_tile_exact_sequential,
+    decode_tile_exact_sequential_into, encode_string_tile, encode_tile, layout_of,
+    offsets_from_bytes, offsets_to_bytes,
 };
 use crate::{Error, Result};
 
@@ -222,6 +223,21 @@ impl TileCodec {
         out: &mut Vec<u8>,
     ) -> Result<Vec<std::ops::Range<u64>>> {
         decode_tile_chunks_into(&self.codec, tile, expected_len, wanted, parallel, out)
+    }
+
+    /// Decodes the chunks overlapping `wanted` (sorted byte ranges of the unfiltered tile)
+    /// into their places in `out` (exactly the tile's unfiltered length), leaving the rest.
+    /// See [`decode_tile_chunks_in_place`].
+    ///
+    /// # Errors
+    /// As [`Self::decode_exact`].
+    pub fn decode_chunks_in_place(
+        &self,
+        tile: &[u8],
+        wanted: &[std::ops::Range<u64>],
+        out: &mut [u8],
+    ) -> Result<()> {
+        decode_tile_chunks_in_place(&self.codec, tile, wanted, out)
     }
 
     /// Encodes an offsets tile from the cells' start offsets.

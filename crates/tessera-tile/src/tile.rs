@@ -239,6 +239,40 @@ pub fn decode_tile_chunks_into(
     Ok(spans)
 }
 
+/// Decodes the chunks of a tile whose unfiltered bytes overlap `wanted` (byte ranges of the
+/// unfiltered tile, sorted by start) into their places in `out`, which must be exactly the
+/// tile's unfiltered length; the bytes of the other chunks are left as they are. For readers
+/// that will look only at some cells of a tile.
+///
+/// # Errors
+/// [`Error::SizeMismatch`] when `out` has the wrong length; otherwise as
+/// [`decode_tile_exact`].
+pub fn decode_tile_chunks_in_place(
+    codec: &PipelineCodec,
+    tile: &[u8],
+    wanted: &[Range<u64>],
+    out: &mut [u8],
+) -> Result<()> {
+    let framed = FramedTile::parse(tile)?;
+    check_len("tile output buffer", out.len() as u64, framed.orig_len())?;
+    let mut scratch = (Scratch::default(), Vec::new());
+    let mut w = 0;
+    for c in framed.iter() {
+        let range = c.info.orig_range();
+        while w < wanted.len() && wanted[w].end <= range.start {
+            w += 1;
+        }
+        if w == wanted.len() {
+            break;
+        }
+        if wanted[w].start < range.end && range.start < range.end {
+            let slot = &mut out[range.start as usize..range.end as usize];
+            decode_into_slot(codec, c.info, c.metadata, c.data, slot, &mut scratch)?;
+        }
+    }
+    Ok(())
+}
+
 /// Appends each chunk of an already parsed tile to `out`, one after the other.
 fn decode_framed_sequential_into<B: AsRef<[u8]>>(
     codec: &PipelineCodec,
@@ -667,5 +701,24 @@ mod tests {
             assert_eq!(ok.unwrap(), vec![0..chunk]);
             out.truncate(4);
         }
+    }
+
+    #[test]
+    fn wanted_chunks_decode_in_place() {
+        let zstd =
+            FilterPipeline::new(vec![Filter::zstd(1)]).codec(Datatype::Int64, 1, 22).unwrap();
+        let data: Vec<u8> = (0..30_000u64).flat_map(|v| (v * 7).to_le_bytes()).collect();
+        let tile = encode_tile(&zstd, &data, Split::Fixed { cell_size: 8 }).unwrap();
+        let chunk = 65_536usize;
+        let mut out = vec![0xEEu8; data.len()];
+        let wanted = [70_000..70_008, 200_000..200_001];
+        decode_tile_chunks_in_place(&zstd, &tile, &wanted, &mut out).unwrap();
+        assert!(out[..chunk].iter().all(|&b| b == 0xEE), "chunk 0 left alone");
+        assert!(out[chunk..2 * chunk] == data[chunk..2 * chunk]);
+        assert!(out[2 * chunk..3 * chunk].iter().all(|&b| b == 0xEE), "chunk 2 left alone");
+        assert!(out[3 * chunk..] == data[3 * chunk..]);
+        let mut short = vec![0u8; 10];
+        let e = decode_tile_chunks_in_place(&zstd, &tile, &wanted, &mut short).unwrap_err();
+        assert!(matches!(e, Error::SizeMismatch { .. }), "{e:?}");
     }
 }

@@ -345,7 +345,7 @@ impl Merger<'_> {
                 .chain(input.dt.iter())
                 .chain(input.dci.iter())
             {
-                jobs.push(TileJob { reader: r, tile: t, cells: n });
+                jobs.push(TileJob { reader: r, tile: t, cells: n, wanted: None });
             }
             let storage = self.array.storage().as_ref();
             let mut decoded = load_tiles(storage, &jobs)?.into_iter();

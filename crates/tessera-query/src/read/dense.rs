@@ -549,7 +549,12 @@ impl<'a> DenseReader<'a> {
                     let loaded = match (cache.get(&(f, t, i)), frag.readers.get(i)) {
                         (Some(tile), _) => Loaded::Whole(tile.clone()),
                         (None, Some(Some(r))) => {
-                            let job = TileJob { reader: r, tile: t, cells: frag.cells.get(t) };
+                            let job = TileJob {
+                                reader: r,
+                                tile: t,
+                                cells: frag.cells.get(t),
+                                wanted: None,
+                            };
                             // A tile no later batch needs: only the chunks of its cells here.
                             let part = if keep_it {
                                 None
@@ -620,7 +625,12 @@ impl<'a> DenseReader<'a> {
                 if let Some(r) = r
                     && !self.cache.contains_key(&(f, t, i))
                 {
-                    jobs.push(TileJob { reader: r, tile: t, cells: frag.cells.get(t) });
+                    jobs.push(TileJob {
+                        reader: r,
+                        tile: t,
+                        cells: frag.cells.get(t),
+                        wanted: None,
+                    });
                     job_keys.push((f, t, i));
                 }
             }

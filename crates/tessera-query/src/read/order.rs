@@ -37,6 +37,75 @@ pub(crate) fn ord_key(dt: Datatype, b: &[u8]) -> u64 {
     }
 }
 
+/// Clears `keep[c]` for every fixed-size value `c` of `data` (values of `dt`, back to back)
+/// whose [`ord_key`] lies outside `ranges` (sorted, disjoint): one loop per datatype, which
+/// the compiler vectorises for a single range (the common small box).
+pub(crate) fn retain_in_ranges(
+    dt: Datatype,
+    data: &[u8],
+    ranges: &[(u64, u64)],
+    keep: &mut [bool],
+) {
+    const SIGN: u64 = 1 << 63;
+    let signed = |v: i64| (v as u64) ^ SIGN;
+    match dt {
+        Datatype::Int8 | Datatype::Char => {
+            retain::<1>(data, ranges, keep, |b| signed(i64::from(b[0] as i8)))
+        }
+        Datatype::UInt8 | Datatype::Bool => retain::<1>(data, ranges, keep, |b| u64::from(b[0])),
+        Datatype::Int16 => {
+            retain::<2>(data, ranges, keep, |b| signed(i64::from(i16::from_le_bytes(b))))
+        }
+        Datatype::UInt16 => retain::<2>(data, ranges, keep, |b| u64::from(u16::from_le_bytes(b))),
+        Datatype::Int32 => {
+            retain::<4>(data, ranges, keep, |b| signed(i64::from(i32::from_le_bytes(b))))
+        }
+        Datatype::UInt32 => retain::<4>(data, ranges, keep, |b| u64::from(u32::from_le_bytes(b))),
+        Datatype::UInt64 => retain::<8>(data, ranges, keep, u64::from_le_bytes),
+        Datatype::Float32 | Datatype::Float64 => {
+            let size = dt.size();
+            for (k, c) in keep.iter_mut().zip(data.chunks_exact(size)) {
+                if *k {
+                    *k = in_sorted_ranges(ranges, ord_key(dt, c));
+                }
+            }
+        }
+        // Int64, datetimes, times.
+        _ => retain::<8>(data, ranges, keep, |b| signed(i64::from_le_bytes(b))),
+    }
+}
+
+/// [`retain_in_ranges`] for values of `N` bytes whose key `key` gives.
+#[inline]
+fn retain<const N: usize>(
+    data: &[u8],
+    ranges: &[(u64, u64)],
+    keep: &mut [bool],
+    key: impl Fn([u8; N]) -> u64,
+) {
+    let cells = data.chunks_exact(N).map(|c| key(<[u8; N]>::try_from(c).unwrap_or([0; N])));
+    if let [(lo, hi)] = ranges {
+        for (k, v) in keep.iter_mut().zip(cells) {
+            *k &= (*lo <= v) & (v <= *hi);
+        }
+    } else {
+        for (k, v) in keep.iter_mut().zip(cells) {
+            if *k {
+                *k = in_sorted_ranges(ranges, v);
+            }
+        }
+    }
+}
+
+/// Whether `v` lies in one of `ranges` (sorted, disjoint).
+pub(crate) fn in_sorted_ranges(ranges: &[(u64, u64)], v: u64) -> bool {
+    if ranges.len() <= 4 {
+        return ranges.iter().any(|&(lo, hi)| lo <= v && v <= hi);
+    }
+    let i = ranges.partition_point(|&(lo, _)| lo <= v);
+    i > 0 && v <= ranges[i - 1].1
+}
+
 fn eight(b: &[u8]) -> [u8; 8] {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[..8]);

@@ -52,7 +52,7 @@ use crate::condition::{
 use crate::fragment::Fragment;
 use crate::read::column::{OutField, Run, Source, copy_runs, gather};
 use crate::read::meter::{Held, TileMeter};
-use crate::read::order::{GlobalOrder, cmp_bytes, ord_key, tile_index};
+use crate::read::order::{GlobalOrder, cmp_bytes, ord_key, retain_in_ranges, tile_index};
 use crate::read::stats::{ExactStats, FieldMeta, Want};
 use crate::read::subarray::Subarray;
 use crate::read::tiles::{DecodedTile, FieldReader, QField, TileCells, TileJob, load_tiles};
@@ -417,6 +417,7 @@ impl<'a> SparseReader<'a> {
         }
         let tiles: Vec<Vec<TileOverlap>> = candidates
             .par_iter()
+            .with_min_len(FRAGMENTS_PER_TASK)
             .map(|(_, f)| Ok(f.rtree(storage)?.query(&dims, &ranges)))
             .collect::<Result<_>>()?;
         let mut used: Vec<(usize, Arc<Fragment>, Vec<TileOverlap>)> = candidates
@@ -526,6 +527,7 @@ impl<'a> SparseReader<'a> {
         let built: Vec<SFrag> = used
             .par_drain(..)
             .zip(skippable.into_par_iter())
+            .with_min_len(FRAGMENTS_PER_TASK)
             .enumerate()
             .map(|(index, ((o, f, mut tiles), skippable))| {
                 let footer = f.footer();
@@ -734,12 +736,19 @@ impl<'a> SparseReader<'a> {
                 held: None,
             })
             .collect();
-        // Phase A: coordinates and timestamps of tiles whose cells must be checked.
+        // Phase A: coordinates and timestamps of tiles whose cells must be checked. With
+        // several fixed-size dimensions, the first is loaded alone, then the others decode only
+        // the chunks holding cells it keeps (unless a condition or deletes read whole tiles).
         let ts_slot = self.cmp.ts_slot;
         let mut jobs: Vec<TileJob<'_>> = Vec::new();
         let mut dest: Vec<(usize, usize)> = Vec::new();
         let needs_check: Vec<bool> =
             window.iter().map(|&(f, ov)| !ov.full || self.frags[f].partial_ts).collect();
+        let split_dims = dim_num > 1 && self.dims.iter().all(|d| !d.var);
+        let deferred: Vec<bool> = window
+            .iter()
+            .map(|&(f, ov)| split_dims && !ov.full && !self.frags[f].filtered)
+            .collect();
         for (i, &(f, ov)) in window.iter().enumerate() {
             if !needs_check[i] {
                 continue;
@@ -748,66 +757,96 @@ impl<'a> SparseReader<'a> {
             let cells = frag.cells.get(ov.tile);
             let mut slots: Vec<usize> = Vec::new();
             if !ov.full {
-                slots.extend(0..dim_num);
+                slots.extend(0..if deferred[i] { 1 } else { dim_num });
             }
             if frag.partial_ts {
                 slots.push(ts_slot);
             }
             for s in slots {
                 if let Some(r) = &frag.readers[s] {
-                    jobs.push(TileJob { reader: r, tile: ov.tile, cells });
+                    jobs.push(TileJob { reader: r, tile: ov.tile, cells, wanted: None });
                     dest.push((i, s));
                 }
             }
         }
-        let mut window_held = Vec::with_capacity(2);
         for ((i, s), t) in dest.into_iter().zip(load_tiles(storage, &jobs)?) {
             tiles[i].fields[s] = Some(t);
         }
+        // The other dimensions of deferred tiles: (tile, cell runs the first dimension keeps).
+        let mut kept_runs: Vec<(usize, Vec<std::ops::Range<u64>>)> = Vec::new();
+        for (i, &(f, ov)) in window.iter().enumerate() {
+            if !deferred[i] {
+                continue;
+            }
+            let cells = self.frags[f].cells.get(ov.tile) as usize;
+            let mut keep = vec![true; cells];
+            if let Some(first) = &tiles[i].fields[0] {
+                retain_in_ranges(
+                    self.dims[0].datatype,
+                    &first.data,
+                    &self.range_keys[0],
+                    &mut keep,
+                );
+            }
+            kept_runs.push((i, runs_of(&keep)));
+        }
+        self.load_wanted(&mut tiles, window, &kept_runs, |_, s| s > 0 && s < dim_num)?;
+        let mut window_held = Vec::with_capacity(2);
         window_held.push(self.meter.hold(tiles.iter().map(LoadedTile::bytes).sum()));
-        tiles.par_iter_mut().zip(window.par_iter()).zip(needs_check.par_iter()).for_each(
-            |((t, &(f, ov)), &check)| {
+        let min_len = tiles_per_task(window.len());
+        tiles
+            .par_iter_mut()
+            .zip(window.par_iter())
+            .zip(needs_check.par_iter())
+            .with_min_len(min_len)
+            .for_each(|((t, &(f, ov)), &check)| {
                 let cells = self.frags[f].cells.get(ov.tile) as u32;
                 t.sel = if check { self.select(t, &ov, cells) } else { (0..cells).collect() };
-            },
-        );
-        // Phase B: every other field of the tiles with selected cells.
-        let mut jobs: Vec<TileJob<'_>> = Vec::new();
-        let mut dest: Vec<(usize, usize)> = Vec::new();
+            });
+        // Phase B: every other field of the tiles with selected cells; of a tile with some
+        // cells selected, only the chunks holding them (unless a condition or deletes read
+        // whole tiles).
         let keys = self.needs_keys();
+        let mut sel_runs: Vec<(usize, Vec<std::ops::Range<u64>>)> = Vec::new();
         for (i, &(f, ov)) in window.iter().enumerate() {
-            if tiles[i].sel.is_empty() {
+            let t = &tiles[i];
+            if t.sel.is_empty() {
                 continue;
             }
             let frag = &self.frags[f];
-            let cells = frag.cells.get(ov.tile);
-            for (s, r) in frag.readers.iter().enumerate() {
-                let Some(r) = r else { continue };
-                if tiles[i].fields[s].is_some() {
-                    continue;
-                }
-                let wanted = match self.qfields[s] {
-                    QField::Dim(_) => {
-                        keys || self.out_slots.contains(&s) || frag.filter_slots.contains(&s)
+            let whole = t.sel.len() as u64 == frag.cells.get(ov.tile);
+            let runs = if whole || frag.filtered {
+                std::iter::once(0..frag.cells.get(ov.tile)).collect()
+            } else {
+                let mut runs: Vec<std::ops::Range<u64>> = Vec::new();
+                for &c in &t.sel {
+                    let c = u64::from(c);
+                    match runs.last_mut() {
+                        Some(r) if r.end == c => r.end = c + 1,
+                        _ => runs.push(c..c + 1),
                     }
-                    _ => true,
-                };
-                if wanted {
-                    jobs.push(TileJob { reader: r, tile: ov.tile, cells });
-                    dest.push((i, s));
                 }
-            }
+                runs
+            };
+            sel_runs.push((i, runs));
         }
         let before: u64 = tiles.iter().map(LoadedTile::bytes).sum();
-        for ((i, s), t) in dest.into_iter().zip(load_tiles(storage, &jobs)?) {
-            tiles[i].fields[s] = Some(t);
-        }
+        self.load_wanted(&mut tiles, window, &sel_runs, |f, s| match self.qfields[s] {
+            QField::Dim(_) => {
+                keys || self.out_slots.contains(&s) || self.frags[f].filter_slots.contains(&s)
+            }
+            _ => true,
+        })?;
         let after: u64 = tiles.iter().map(LoadedTile::bytes).sum();
         window_held.push(self.meter.hold(after.saturating_sub(before)));
-        tiles.par_iter_mut().map(|t| self.filter_tile(t)).collect::<Result<()>>()?;
+        tiles
+            .par_iter_mut()
+            .with_min_len(min_len)
+            .map(|t| self.filter_tile(t))
+            .collect::<Result<()>>()?;
         tiles.retain(|t| !t.sel.is_empty());
         if keys {
-            tiles.par_iter_mut().for_each(|t| self.compute_keys(t));
+            tiles.par_iter_mut().with_min_len(min_len).for_each(|t| self.compute_keys(t));
         }
         // From the window to each tile kept.
         drop(window_held);
@@ -815,6 +854,61 @@ impl<'a> SparseReader<'a> {
             t.held = Some(self.meter.hold(t.bytes()));
         }
         Ok(tiles)
+    }
+
+    /// Loads, for each `(tile, cell runs)` of `runs`, the fields `want(fragment, slot)` names
+    /// that the tile does not have yet; fixed-size ones decode only the chunks holding the
+    /// runs' cells (the rest of the tile left zero: only those cells are read afterwards).
+    /// Tiles whose runs are empty load nothing.
+    fn load_wanted(
+        &self,
+        tiles: &mut [LoadedTile],
+        window: &[(usize, TileOverlap)],
+        runs: &[(usize, Vec<std::ops::Range<u64>>)],
+        want: impl Fn(usize, usize) -> bool,
+    ) -> Result<()> {
+        let storage = self.array.storage().as_ref();
+        // (tile, slot, byte ranges or None for the whole tile)
+        let mut plan: Vec<(usize, usize, Option<CellBytes>)> = Vec::new();
+        for (i, cell_runs) in runs {
+            let (f, ov) = window[*i];
+            let frag = &self.frags[f];
+            let cells = frag.cells.get(ov.tile);
+            if cell_runs.is_empty() {
+                continue;
+            }
+            let whole = cell_runs.len() == 1 && cell_runs[0] == (0..cells);
+            for (s, r) in frag.readers.iter().enumerate() {
+                let Some(r) = r else { continue };
+                if tiles[*i].fields[s].is_some() || !want(f, s) {
+                    continue;
+                }
+                let bytes = match r.fixed_cell_size() {
+                    Some(size) if !whole => {
+                        Some(cell_runs.iter().map(|c| c.start * size..c.end * size).collect())
+                    }
+                    _ => None,
+                };
+                plan.push((*i, s, bytes));
+            }
+        }
+        let jobs: Vec<TileJob<'_>> = plan
+            .iter()
+            .filter_map(|(i, s, bytes)| {
+                let (f, ov) = window[*i];
+                let frag = &self.frags[f];
+                frag.readers[*s].as_ref().map(|r| TileJob {
+                    reader: r,
+                    tile: ov.tile,
+                    cells: frag.cells.get(ov.tile),
+                    wanted: bytes.as_deref(),
+                })
+            })
+            .collect();
+        for ((i, s, _), t) in plan.iter().zip(load_tiles(storage, &jobs)?) {
+            tiles[*i].fields[*s] = Some(t);
+        }
+        Ok(())
     }
 
     /// The cells of a tile inside the subarray (when `ov` is partial) and the open time range
@@ -837,14 +931,7 @@ impl<'a> SparseReader<'a> {
                         }
                     }
                 } else {
-                    let keys = &self.range_keys[d];
-                    let size = dt.datatype.size();
-                    for (c, k) in keep.iter_mut().enumerate() {
-                        if *k {
-                            let v = ord_key(dt.datatype, &tile.data[c * size..(c + 1) * size]);
-                            *k = in_ranges(keys, v);
-                        }
-                    }
+                    retain_in_ranges(dt.datatype, &tile.data, &self.range_keys[d], &mut keep);
                 }
             }
         }
@@ -1418,6 +1505,7 @@ impl<'a> SparseReader<'a> {
                 out.columns
                     .par_iter_mut()
                     .zip(self.out.par_iter().zip(self.out_slots.par_iter()))
+                    .with_min_len(columns_per_task(n, self.out.len()))
                     .for_each(|(col, (f, &s))| {
                         let field_tiles: Vec<Option<Arc<DecodedTile>>> =
                             tiles.iter().map(|t| t.fields[s].clone()).collect();
@@ -1479,6 +1567,7 @@ impl<'a> SparseReader<'a> {
         out.columns
             .par_iter_mut()
             .zip(self.out.par_iter().zip(self.out_slots.par_iter()))
+            .with_min_len(columns_per_task(refs.len() as u64, self.out.len()))
             .for_each(|(col, (f, &s))| {
                 let field_tiles: Vec<Option<Arc<DecodedTile>>> =
                     tiles.iter().map(|t| t.fields[s].clone()).collect();
@@ -1567,7 +1656,7 @@ fn tiles_from_metadata(
                 continue;
             };
             let exact = match field.source {
-                Source::Dim(d) => dim_stats(m, rtree.as_ref(), field, d, ov.tile, n),
+                Source::Dim(d) => dim_stats(m, rtree.as_deref(), field, d, ov.tile, n),
                 Source::Attr(_) => m.exact(ov.tile, n, field.want),
             };
             match exact {
@@ -1715,13 +1804,40 @@ fn overlaps_none(
     })
 }
 
-/// Whether `v` lies in one of `ranges` (sorted, disjoint).
-fn in_ranges(ranges: &[(u64, u64)], v: u64) -> bool {
-    if ranges.len() <= 4 {
-        return ranges.iter().any(|&(lo, hi)| lo <= v && v <= hi);
+/// Byte ranges of a tile's cells (of one field).
+type CellBytes = Vec<std::ops::Range<u64>>;
+
+/// Fragments set up by one task of the pool (a few are set up faster on the calling thread).
+const FRAGMENTS_PER_TASK: usize = 16;
+
+/// Tiles per task of the per-tile steps of a window (selection, conditions, keys): a window
+/// of a few tiles (a small query) is handled on the calling thread.
+fn tiles_per_task(tiles: usize) -> usize {
+    if tiles <= 4 { tiles.max(1) } else { 1 }
+}
+
+/// Columns per task of copying `cells` cells into `columns` result columns: small results are
+/// copied on the calling thread.
+fn columns_per_task(cells: u64, columns: usize) -> usize {
+    if cells < 1 << 16 { columns.max(1) } else { 1 }
+}
+
+/// The runs of consecutive `true` cells of `keep`.
+fn runs_of(keep: &[bool]) -> Vec<std::ops::Range<u64>> {
+    let mut runs: Vec<std::ops::Range<u64>> = Vec::new();
+    let mut c = 0;
+    while c < keep.len() {
+        if !keep[c] {
+            c += 1;
+            continue;
+        }
+        let start = c;
+        while c < keep.len() && keep[c] {
+            c += 1;
+        }
+        runs.push(start as u64..c as u64);
     }
-    let i = ranges.partition_point(|&(lo, _)| lo <= v);
-    i > 0 && v <= ranges[i - 1].1
+    runs
 }
 
 /// Whether the non-empty domains of the fragments are pairwise disjoint (so no two can hold

@@ -248,6 +248,14 @@ impl FieldReader {
         matches!(self.codec, Codec::Var(_))
     }
 
+    /// Bytes per cell of a fixed-size field, `None` for a var-sized one.
+    pub(crate) fn fixed_cell_size(&self) -> Option<u64> {
+        match &self.codec {
+            Codec::Fixed { cell_size, .. } => Some(*cell_size),
+            Codec::Var(_) => None,
+        }
+    }
+
     /// The unfiltered bytes of tile `t` holding `cells` cells: values, offsets and validity.
     pub(crate) fn decoded_size(&self, t: u64, cells: u64) -> u64 {
         let values = match &self.codec {
@@ -321,6 +329,10 @@ pub(crate) struct TileJob<'a> {
     pub(crate) tile: u64,
     /// Cells in the tile.
     pub(crate) cells: u64,
+    /// The byte ranges of the unfiltered tile the reader will look at (sorted, disjoint),
+    /// when not all: a filtered fixed-size tile then decodes only the chunks holding them,
+    /// the rest of it left zero. `None`: all of it.
+    pub(crate) wanted: Option<&'a [Range<u64>]>,
 }
 
 /// Which file of a field a byte range belongs to.
@@ -333,6 +345,9 @@ enum Part {
 
 /// The byte ranges to read in one file: (job, part, range).
 type FileRanges = Vec<(usize, Part, Range<u64>)>;
+
+/// Loads of fewer bytes than this (read, or decoded) run on the calling thread.
+const SMALL_LOAD_BYTES: u64 = 512 << 10;
 
 /// Bytes of ranges of one file read by one [`Storage::read_ranges`] call, at least (files with
 /// fewer than twice as many are read with one call).
@@ -422,8 +437,14 @@ pub(crate) fn load_tiles_with(
             files.push((path, group, false));
         }
     }
+    // Small loads run on the calling thread: handing a few small tiles to the pool costs
+    // more than reading and decoding them (thread wake-ups for every small query).
+    let fetch_bytes: u64 =
+        files.iter().flat_map(|(_, parts, _)| parts).map(|(_, _, r)| r.end - r.start).sum();
+    let small = fetch_bytes < SMALL_LOAD_BYTES;
     let fetched: Vec<Vec<(usize, Part, u64, Bytes)>> = files
         .par_iter()
+        .with_min_len(if small { files.len().max(1) } else { 1 })
         .map(|(path, parts, pooled)| {
             if *pooled {
                 return parts
@@ -453,10 +474,13 @@ pub(crate) fn load_tiles_with(
         };
         *slot = Some((start, b));
     }
+    let decoded_bytes: u64 = jobs.iter().map(|j| j.reader.decoded_size(j.tile, j.cells)).sum();
+    let small = decoded_bytes < SMALL_LOAD_BYTES;
     jobs.par_iter()
         .zip(raw.into_par_iter())
+        .with_min_len(if small { jobs.len() } else { 1 })
         .map(|(job, raw)| {
-            decode_job(job, raw.data, raw.var, raw.validity, sequential).map(Arc::new)
+            decode_job(job, raw.data, raw.var, raw.validity, sequential || small).map(Arc::new)
         })
         .collect()
 }
@@ -490,7 +514,12 @@ fn decode_job(
         Codec::Fixed { codec, cell_size } => {
             let expected = cells * cell_size;
             let err = tile_err(&r.data_file, dstart, dbytes.len());
-            let data = decode_fixed(codec, dbytes, expected, sequential).map_err(err)?;
+            let data = match job.wanted {
+                Some(wanted) if r.zipped.is_none() && !codec.pipeline_codec().is_empty() => {
+                    decode_wanted(codec, &dbytes, expected, wanted).map_err(err)?
+                }
+                _ => decode_fixed(codec, dbytes, expected, sequential).map_err(err)?,
+            };
             let (data, cell_size) = match r.zipped {
                 Some((d, n, split)) => {
                     let size = *cell_size as usize / n;
@@ -760,6 +789,33 @@ fn decode_fixed(
     } else {
         codec.decode_exact(&bytes, expected).map(Bytes::from)
     }
+}
+
+/// Decodes only the chunks of a filtered tile that hold `wanted` bytes, into a zeroed
+/// buffer of `expected` bytes.
+fn decode_wanted(
+    codec: &TileCodec,
+    bytes: &[u8],
+    expected: u64,
+    wanted: &[Range<u64>],
+) -> tessera_tile::Result<Bytes> {
+    let len = usize::try_from(expected).map_err(|_| tessera_tile::Error::Allocation {
+        what: "unfiltered tile",
+        bytes: expected,
+    })?;
+    // A tile announcing more than it holds is refused before anything is allocated.
+    let framed = FramedTile::parse(bytes)?;
+    if framed.orig_len() != expected {
+        return codec.decode_exact(bytes, expected).map(Bytes::from);
+    }
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| tessera_tile::Error::Allocation {
+        what: "unfiltered tile",
+        bytes: expected,
+    })?;
+    out.resize(len, 0);
+    codec.decode_chunks_in_place(bytes, wanted, &mut out)?;
+    Ok(Bytes::from(out))
 }
 
 fn check_offsets(offsets: &[u64], len: u64) -> std::result::Result<(), String> {
