@@ -1,6 +1,7 @@
 //! A local S3 emulator for tests: moto's server (`python -m moto.server`, from the PyPI
-//! package `moto[server]` that `cargo xtask` installs into `target/reference-venv`), started
-//! on loopback at a free port and stopped with the value (or the process).
+//! packages `moto[s3]`, `flask` and `flask-cors` that `cargo xtask` installs into
+//! `target/reference-venv`), started on loopback at a free port and stopped with the value (or
+//! the process).
 //!
 //! Tests that need it run only when `TESSERA_S3_TESTS=1` ([`tests_enabled`]), so plain
 //! `cargo test` stays offline; `cargo xtask test` sets it.
@@ -91,7 +92,7 @@ impl S3Emulator {
             }
             if let Some(status) = emulator.child.try_wait()? {
                 return Err(io::Error::other(format!(
-                    "moto's server exited ({status}); is `moto[server]` installed in {}?",
+                    "moto's server exited ({status}); are `moto[s3]`, `flask` and `flask-cors` installed in {}?",
                     python.display()
                 )));
             }

@@ -1093,29 +1093,29 @@ impl<'a> DenseReader<'a> {
     /// at once (fresh pages, first touched by the parallel copies, instead of a single-thread
     /// `memset` per batch) and batches write into them in place; otherwise room is reserved.
     pub(crate) fn presize(&mut self, out: &mut ReadResult) {
-        let cells = (self.total - self.pos) as usize;
-        if self.can_stream() && self.presized.is_none() {
-            for (col, f) in out.columns.iter_mut().zip(&self.fields) {
-                if col.data.is_empty() {
-                    col.data = vec![0; cells * f.cell_size()];
-                }
+        let Ok(cells) = usize::try_from(self.total - self.pos) else { return };
+        // Bytes of each column, when they can be held at all (else batches grow them and the
+        // allocation fails there, as any oversized read does).
+        let bytes =
+            |f: &OutField| cells.checked_mul(f.cell_size()).filter(|&b| isize::try_from(b).is_ok());
+        let sizes: Option<Vec<usize>> = self.fields.iter().map(bytes).collect();
+        let Some(sizes) = sizes else { return };
+        if self.can_stream()
+            && self.presized.is_none()
+            && out.columns.iter().all(|c| c.data.is_empty())
+        {
+            for (col, &size) in out.columns.iter_mut().zip(&sizes) {
+                col.data = vec![0; size];
             }
-            if out
-                .columns
-                .iter()
-                .zip(&self.fields)
-                .all(|(c, f)| c.data.len() == cells * f.cell_size())
-            {
-                self.presized = Some(self.pos);
-                return;
-            }
+            self.presized = Some(self.pos);
+            return;
         }
-        for (col, f) in out.columns.iter_mut().zip(&self.fields) {
+        for ((col, f), &size) in out.columns.iter_mut().zip(&self.fields).zip(&sizes) {
             if !f.is_var() {
-                col.data.reserve(cells * f.cell_size());
+                let _ = col.data.try_reserve(size);
             }
             if let Some(v) = &mut col.validity {
-                v.reserve(cells);
+                let _ = v.try_reserve(cells);
             }
         }
     }

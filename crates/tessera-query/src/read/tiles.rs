@@ -678,6 +678,12 @@ pub(crate) fn load_tile_part(
     let mut at = 0usize;
     for span in spans {
         let len = (span.end - span.start) as usize;
+        if at + len > data.len() {
+            return Err(Error::Corrupt {
+                file: file.to_owned(),
+                reason: format!("tile {t}: its chunks decoded to fewer bytes than they announce"),
+            });
+        }
         pieces.push((span.start, data.slice(at..at + len)));
         at += len;
     }
@@ -704,8 +710,9 @@ fn load_plain_part(
     let head = storage
         .read_range(file, range.start..range.start + 8 + CHUNK_HEADER)
         .map_err(|e| crate::fragment::removed_or(e, file))?;
-    let count = u64::from_le_bytes(head[..8].try_into().unwrap_or_default());
-    let size = u64::from(u32::from_le_bytes(head[8..12].try_into().unwrap_or_default()));
+    let (Some(count), Some(size)) = (head.get(..8), head.get(8..12)) else { return Ok(None) };
+    let count = u64::from_le_bytes(count.try_into().unwrap_or_default());
+    let size = u64::from(u32::from_le_bytes(size.try_into().unwrap_or_default()));
     if size == 0 || count != expected.div_ceil(size) {
         return Ok(None);
     }
@@ -753,6 +760,9 @@ fn load_plain_part(
                 return Err(corrupt(k));
             }
             let data = at + CHUNK_HEADER as usize;
+            if data + len as usize > bytes.len() {
+                return Err(corrupt(k));
+            }
             pieces.push((k * size, bytes.slice(data..data + len as usize)));
         }
     }
