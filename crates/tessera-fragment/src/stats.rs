@@ -138,6 +138,126 @@ trait Num: Primitive {
     fn add_all(bytes: &[u8], sum: &mut u64) -> bool {
         bytes.chunks_exact(Self::SIZE).all(|c| Self::read_le(c).add_to(sum))
     }
+
+    /// Folds every little-endian value of `bytes` into `min` and `max` as libtiledb does,
+    /// value after value (`min = (min < v) ? min : v`).
+    fn min_max_all(bytes: &[u8], min: &mut Self, max: &mut Self) {
+        for c in bytes.chunks_exact(Self::SIZE) {
+            let v = Self::read_le(c);
+            *min = if *min < v { *min } else { v };
+            *max = if *max > v { *max } else { v };
+        }
+    }
+
+    /// Both folds of a slab: min/max when `min_max` is given, the sum when `sum` is.
+    fn stats_all(bytes: &[u8], min_max: Option<(&mut Self, &mut Self)>, sum: Option<&mut u64>) {
+        if let Some((min, max)) = min_max {
+            Self::min_max_all(bytes, min, max);
+        }
+        if let Some(sum) = sum {
+            Self::add_all(bytes, sum);
+        }
+    }
+}
+
+/// Float values per block of the float fast path ([`float_stats_all`]).
+const FLOAT_BLOCK: usize = 1024;
+/// Lanes of the float fast path's min/max.
+const FLOAT_LANES: usize = 8;
+
+/// A float type of the generator: what the fast path needs beyond [`Num`].
+trait Float: Num {
+    /// A NaN or a negative zero: the values for which the order of libtiledb's
+    /// `(min < v) ? min : v` fold decides the result (NaN replaces the running value, and
+    /// of -0.0 and +0.0 the later one wins).
+    fn order_matters(self) -> bool;
+    /// The value as the `f64` libtiledb sums it as.
+    fn as_f64(self) -> f64;
+}
+
+impl Float for f32 {
+    fn order_matters(self) -> bool {
+        self.is_nan() || self.to_bits() == (-0.0f32).to_bits()
+    }
+    fn as_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl Float for f64 {
+    fn order_matters(self) -> bool {
+        self.is_nan() || self.to_bits() == (-0.0f64).to_bits()
+    }
+    fn as_f64(self) -> f64 {
+        self
+    }
+}
+
+/// [`Num::stats_all`] for floats, block by block. A block without a value whose order matters
+/// ([`Float::order_matters`]) has one minimum and one maximum whatever the order (equal
+/// values other than zeros share their bits), so its min/max run in independent lanes
+/// (vectorised) and then fold into the running values with libtiledb's step, which gives
+/// what the value-by-value fold gives (a running NaN is replaced by the block's first value,
+/// then the rest fold as usual). Its sum, while far enough from the limits that no value
+/// of the block can saturate it, is the same sequence of additions without the saturation
+/// checks. Other blocks take the value-by-value folds.
+fn float_stats_all<T: Float>(
+    bytes: &[u8],
+    mut min_max: Option<(&mut T, &mut T)>,
+    mut sum: Option<&mut u64>,
+) {
+    let mut values = [T::default(); FLOAT_BLOCK];
+    for block in bytes.chunks(FLOAT_BLOCK * T::SIZE) {
+        let n = block.len() / T::SIZE;
+        for (v, c) in values.iter_mut().zip(block.chunks_exact(T::SIZE)) {
+            *v = T::read_le(c);
+        }
+        let values = &values[..n];
+        if n == 0 || values.iter().fold(false, |any, v| any | v.order_matters()) {
+            if let Some((min, max)) = min_max.as_mut() {
+                T::min_max_all(block, min, max);
+            }
+            if let Some(s) = sum.as_deref_mut()
+                && !T::add_all(block, s)
+            {
+                // Saturated: the slab stops summing, as the value-by-value loop does.
+                sum = None;
+            }
+            continue;
+        }
+        let mut lo = [values[0]; FLOAT_LANES];
+        let mut hi = lo;
+        let lanes = values.chunks_exact(FLOAT_LANES);
+        for v in lanes.remainder() {
+            lo[0] = if lo[0] < *v { lo[0] } else { *v };
+            hi[0] = if hi[0] > *v { hi[0] } else { *v };
+        }
+        for vs in lanes {
+            for j in 0..FLOAT_LANES {
+                lo[j] = if lo[j] < vs[j] { lo[j] } else { vs[j] };
+                hi[j] = if hi[j] > vs[j] { hi[j] } else { vs[j] };
+            }
+        }
+        let block_min = lo.iter().fold(lo[0], |m, &v| if m < v { m } else { v });
+        let block_max = hi.iter().fold(hi[0], |m, &v| if m > v { m } else { v });
+        if let Some((min, max)) = min_max.as_mut() {
+            **min = if **min < block_min { **min } else { block_min };
+            **max = if **max > block_max { **max } else { block_max };
+        }
+        let mut saturated = false;
+        if let Some(sum) = sum.as_deref_mut() {
+            let s = f64::from_bits(*sum);
+            let reach = block_min.as_f64().abs().max(block_max.as_f64().abs()) * n as f64;
+            if s.is_finite() && reach.is_finite() && s.abs() + reach <= f64::MAX / 2.0 {
+                *sum = values.iter().fold(s, |s, v| s + v.as_f64()).to_bits();
+            } else {
+                saturated = !T::add_all(block, sum);
+            }
+        }
+        if saturated {
+            sum = None;
+        }
+    }
 }
 
 /// Values summed at once by the fast paths: a chunk of them cannot move a sum by more than
@@ -208,7 +328,7 @@ fn add_f64(sum: &mut u64, v: f64) -> bool {
 }
 
 macro_rules! num {
-    ($($t:ty => $add:ident as $st:ty $(, all: $all:ident)?);* $(;)?) => {$(
+    ($($t:ty => $add:ident as $st:ty $(, all: $all:ident)? $(, stats: $stats:ident)?);* $(;)?) => {$(
         impl Num for $t {
             const MAX: Self = <$t>::MAX;
             const LOWEST: Self = <$t>::MIN;
@@ -218,6 +338,15 @@ macro_rules! num {
             $(
                 fn add_all(bytes: &[u8], sum: &mut u64) -> bool {
                     $all::<$t>(bytes, sum)
+                }
+            )?
+            $(
+                fn stats_all(
+                    bytes: &[u8],
+                    min_max: Option<(&mut Self, &mut Self)>,
+                    sum: Option<&mut u64>,
+                ) {
+                    $stats::<$t>(bytes, min_max, sum)
                 }
             )?
         }
@@ -232,8 +361,8 @@ num!(
     u16 => add_u64 as u64, all: add_all_small_unsigned;
     u32 => add_u64 as u64, all: add_all_small_unsigned;
     u64 => add_u64 as u64;
-    f32 => add_f64 as f64;
-    f64 => add_f64 as f64;
+    f32 => add_f64 as f64, stats: float_stats_all;
+    f64 => add_f64 as f64, stats: float_stats_all;
 );
 
 fn check_input(field: &FieldInfo, tile: &TileData<'_>, slabs: &[Range<u64>]) -> Result<()> {
@@ -380,17 +509,11 @@ impl Generator {
         match tile.validity.filter(|_| self.nullable) {
             None => {
                 let bytes = &tile.fixed[start * size..end * size];
+                let (mut min, mut max) = self.num_state::<T>();
+                let min_max = self.has_min_max.then_some((&mut min, &mut max));
+                T::stats_all(bytes, min_max, self.has_sum.then_some(&mut self.sum));
                 if self.has_min_max {
-                    let (mut min, mut max) = self.num_state::<T>();
-                    for c in bytes.chunks_exact(size) {
-                        let v = T::read_le(c);
-                        min = if min < v { min } else { v };
-                        max = if max > v { max } else { v };
-                    }
                     self.set_num_state(min, max);
-                }
-                if self.has_sum {
-                    T::add_all(bytes, &mut self.sum);
                 }
             }
             Some(validity) => {
@@ -1116,5 +1239,92 @@ mod tests {
         let mut f = f64::MAX.to_bits();
         assert!(!add_f64(&mut f, f64::MAX));
         assert_eq!(f64::from_bits(f), f64::MAX);
+    }
+
+    /// libtiledb's folds, value by value: (min, max, sum bits).
+    fn reference<T: Num>(values: &[T], min: T, max: T, sum: u64) -> (T, T, u64) {
+        let (mut min, mut max, mut sum) = (min, max, sum);
+        for &v in values {
+            min = if min < v { min } else { v };
+            max = if max > v { max } else { v };
+        }
+        for &v in values {
+            if !v.add_to(&mut sum) {
+                break;
+            }
+        }
+        (min, max, sum)
+    }
+
+    fn check<T: Num>(values: &[T], start: (T, T, u64), what: &str) {
+        let mut bytes = Vec::new();
+        for v in values {
+            v.write_le(&mut bytes);
+        }
+        let (mut min, mut max, mut sum) = start;
+        T::stats_all(&bytes, Some((&mut min, &mut max)), Some(&mut sum));
+        let (rmin, rmax, rsum) = reference(values, start.0, start.1, start.2);
+        let bits = |v: T| {
+            let mut b = Vec::new();
+            v.write_le(&mut b);
+            b
+        };
+        assert_eq!((bits(min), bits(max), sum), (bits(rmin), bits(rmax), rsum), "{what}");
+    }
+
+    /// A deterministic stream of doubles: mostly ordinary values, with the given specials
+    /// sprinkled in.
+    fn values(n: usize, seed: u64, specials: &[f64]) -> Vec<f64> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if !specials.is_empty() && x.is_multiple_of(97) {
+                    specials[(x / 97) as usize % specials.len()]
+                } else {
+                    ((x % 2_000_001) as f64 - 1_000_000.0) / 8.0
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn float_fast_paths_fold_as_libtiledb_does() {
+        let specials = [
+            [f64::NAN, -0.0, 0.0].as_slice(),
+            &[0.0],
+            &[-0.0],
+            &[f64::NAN],
+            &[f64::INFINITY, f64::NEG_INFINITY],
+            &[f64::MAX, f64::MAX / 3.0],
+            &[-f64::MAX],
+            &[],
+        ];
+        let starts: [(f64, f64, u64); 5] = [
+            (f64::MAX, f64::MIN, 0),
+            (f64::NAN, f64::NAN, 1.5f64.to_bits()),
+            (-0.0, 0.0, (-2.0f64).to_bits()),
+            (3.0, 4.0, (f64::MAX * 0.75).to_bits()),
+            (1.0, 1.0, f64::MAX.to_bits()),
+        ];
+        for (k, sp) in specials.iter().enumerate() {
+            for n in [0, 1, 7, 8, 9, 1023, 1024, 1025, 5000] {
+                for (s, &start) in starts.iter().enumerate() {
+                    let v = values(n, (k * 31 + n + s) as u64, sp);
+                    check(&v, start, &format!("f64 specials {sp:?}, {n} values, start {s}"));
+                    let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+                    let start32 = (start.0 as f32, start.1 as f32, start.2);
+                    check(&v32, start32, &format!("f32 specials {sp:?}, {n} values, start {s}"));
+                }
+            }
+        }
+        // A zero of each sign in one block: the later one wins, in both folds.
+        check(&[1.0, -0.0, 2.0, 0.0, 5.0, -0.0, 0.0], (f64::MAX, f64::MIN, 0), "zeros");
+        // Saturation part way through the second block stops the slab's sum.
+        let mut v = vec![1.0e300; 2048];
+        v.extend(vec![f64::MAX / 2.0; 2048]);
+        check(&v, (f64::MAX, f64::MIN, 0), "saturation");
     }
 }

@@ -165,3 +165,43 @@ fn corrupt_chunk_header_of_an_unfiltered_tile() {
     let res = array.read().attributes(["a"]).range_i64("r", 0, 0).range_i64("c", 0, 9).execute();
     assert_eq!(i32s(&res.unwrap().column("a").unwrap().data), (0..10).collect::<Vec<i32>>());
 }
+
+/// A filtered tile whose chunk announces another length fails a read that decodes it chunk by
+/// chunk into the result (a full read: every tile on its own worker) with an error naming the
+/// file, and the rest of the array still reads.
+#[test]
+fn corrupt_chunk_of_a_filtered_tile_in_a_full_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("a");
+    let array = make(Arc::new(LocalStorage::new(&root)), vec![Filter::zstd(1)]);
+    let frag = array.fragments()[0].name().to_string();
+    let path = root.join("__fragments").join(&frag).join("a0.tdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    // Tile 0, chunk 0: its unfiltered length (the first field of its header, after the
+    // tile's chunk count).
+    bytes[8..12].copy_from_slice(&1234u32.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let array = Array::open(Arc::new(LocalStorage::new(&root))).unwrap();
+    let err = array
+        .read()
+        .attributes(["a"])
+        .range_i64("r", 0, ROWS - 1)
+        .range_i64("c", 0, COLS - 1)
+        .execute()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::Corrupt { .. } | Error::Tile { .. }), "{text}");
+    assert!(text.contains("a0.tdb"), "{text}");
+    // Tile 3 (rows 600.., cols 500..) is intact.
+    let res = array
+        .read()
+        .attributes(["a"])
+        .range_i64("r", 600, ROWS - 1)
+        .range_i64("c", 500, COLS - 1)
+        .execute()
+        .unwrap();
+    assert_eq!(
+        i32s(&res.column("a").unwrap().data),
+        expected(&[(600, ROWS - 1)], &[(500, COLS - 1)], Layout::RowMajor)
+    );
+}

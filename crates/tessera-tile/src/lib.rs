@@ -54,7 +54,7 @@ pub use roles::{
 };
 pub use tile::{
     VarTile, decode_framed, decode_framed_into, decode_framed_sequential, decode_string_tile,
-    decode_tile, decode_tile_chunks_in_place, decode_tile_chunks_into, decode_tile_exact,
-    decode_tile_exact_sequential, decode_tile_exact_sequential_into, encode_string_tile,
-    encode_tile,
+    decode_tile, decode_tile_chunks_in_place, decode_tile_chunks_into, decode_tile_chunks_with,
+    decode_tile_exact, decode_tile_exact_sequential, decode_tile_exact_sequential_into,
+    encode_string_tile, encode_tile,
 };

@@ -9,9 +9,9 @@ use crate::chunking::{Split, use_tile_chunking, validate_offsets};
 use crate::framing::STRING_PATH_OFFSETS_TILE;
 use crate::tile::{
     VarTile, check_len, decode_string_tile, decode_tile, decode_tile_chunks_in_place,
-    decode_tile_chunks_into, decode_tile_exact, decode_tile_exact_sequential,
-    decode_tile_exact_sequential_into, encode_string_tile, encode_tile, layout_of,
-    offsets_from_bytes, offsets_to_bytes,
+    decode_tile_chunks_into, decode_tile_chunks_with, decode_tile_exact,
+    decode_tile_exact_sequential, decode_tile_exact_sequential_into, encode_string_tile,
+    encode_tile, layout_of, offsets_from_bytes, offsets_to_bytes,
 };
 use crate::{Error, Result};
 
@@ -238,6 +238,23 @@ impl TileCodec {
         out: &mut [u8],
     ) -> Result<()> {
         decode_tile_chunks_in_place(&self.codec, tile, wanted, out)
+    }
+
+    /// Decodes the chunks overlapping `wanted` (sorted byte ranges of the unfiltered tile) one
+    /// at a time into `buf`, handing each to `f` with its first unfiltered byte. See
+    /// [`decode_tile_chunks_with`].
+    ///
+    /// # Errors
+    /// As [`Self::decode_exact`].
+    pub fn decode_chunks_with(
+        &self,
+        tile: &[u8],
+        expected_len: u64,
+        wanted: &[std::ops::Range<u64>],
+        buf: &mut Vec<u8>,
+        f: impl FnMut(u64, &[u8]),
+    ) -> Result<()> {
+        decode_tile_chunks_with(&self.codec, tile, expected_len, wanted, buf, f)
     }
 
     /// Encodes an offsets tile from the cells' start offsets.

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use tessera_filters::{EncodedChunk, PipelineCodec, Scratch};
 
 use crate::chunking::{Split, validate_offsets};
-use crate::framing::{ChunkInfo, ChunkParts, FramedTile, TileLayout, write_tile};
+use crate::framing::{Chunk, ChunkInfo, ChunkParts, FramedTile, TileLayout, write_tile};
 use crate::{Error, Result};
 
 /// Filters `data` into one tile: cuts it per `split`, runs the pipeline forward over every
@@ -191,23 +191,13 @@ pub fn decode_tile_chunks_into(
     check_len("tile", expected_len, framed.orig_len())?;
     let start = out.len();
     let mut spans: Vec<Range<u64>> = Vec::new();
-    let mut w = 0;
     let mut scratch = Scratch::default();
-    let mut picked = Vec::new();
-    for c in framed.iter() {
+    let picked = wanted_chunks(&framed, wanted);
+    for c in &picked {
         let range = c.info.orig_range();
-        while w < wanted.len() && wanted[w].end <= range.start {
-            w += 1;
-        }
-        if w == wanted.len() {
-            break;
-        }
-        if wanted[w].start < range.end && range.start < range.end {
-            picked.push(c);
-            match spans.last_mut() {
-                Some(last) if last.end == range.start => last.end = range.end,
-                _ => spans.push(range),
-            }
+        match spans.last_mut() {
+            Some(last) if last.end == range.start => last.end = range.end,
+            _ => spans.push(range),
         }
     }
     let bytes: u64 = spans.iter().map(|r| r.end - r.start).sum();
@@ -256,6 +246,54 @@ pub fn decode_tile_chunks_in_place(
     let framed = FramedTile::parse(tile)?;
     check_len("tile output buffer", out.len() as u64, framed.orig_len())?;
     let mut scratch = (Scratch::default(), Vec::new());
+    for c in wanted_chunks(&framed, wanted) {
+        let range = c.info.orig_range();
+        let slot = &mut out[range.start as usize..range.end as usize];
+        decode_into_slot(codec, c.info, c.metadata, c.data, slot, &mut scratch)?;
+    }
+    Ok(())
+}
+
+/// Decodes the chunks of a tile whose unfiltered bytes overlap `wanted` (byte ranges of the
+/// unfiltered tile, sorted by start) one at a time into `buf`, and hands each to `f` with
+/// the byte of the unfiltered tile where it starts. A reader that scatters a tile's cells
+/// into a larger result thus copies them out of one chunk-sized buffer that stays in the
+/// CPU's cache, where decoding the whole tile first would write it to memory and read it
+/// back. Chunks stored without filters are handed over from `tile` itself.
+///
+/// # Errors
+/// As [`decode_tile_exact`]; `f` may have seen the chunks before the bad one.
+pub fn decode_tile_chunks_with(
+    codec: &PipelineCodec,
+    tile: &[u8],
+    expected_len: u64,
+    wanted: &[Range<u64>],
+    buf: &mut Vec<u8>,
+    mut f: impl FnMut(u64, &[u8]),
+) -> Result<()> {
+    let framed = FramedTile::parse(tile)?;
+    check_len("tile", expected_len, framed.orig_len())?;
+    let mut scratch = Scratch::default();
+    for c in wanted_chunks(&framed, wanted) {
+        let start = c.info.orig_offset;
+        if codec.is_empty() && c.metadata.is_empty() && c.data.len() == c.info.orig_len as usize {
+            f(start, c.data);
+            continue;
+        }
+        buf.clear();
+        decode_one(codec, c.info, c.metadata, c.data, buf, &mut scratch)?;
+        f(start, buf);
+    }
+    Ok(())
+}
+
+/// The chunks of `framed` whose unfiltered bytes overlap `wanted` (sorted by start), in
+/// order.
+fn wanted_chunks<'t, B: AsRef<[u8]>>(
+    framed: &'t FramedTile<B>,
+    wanted: &[Range<u64>],
+) -> Vec<Chunk<'t>> {
+    let mut picked = Vec::new();
     let mut w = 0;
     for c in framed.iter() {
         let range = c.info.orig_range();
@@ -266,11 +304,10 @@ pub fn decode_tile_chunks_in_place(
             break;
         }
         if wanted[w].start < range.end && range.start < range.end {
-            let slot = &mut out[range.start as usize..range.end as usize];
-            decode_into_slot(codec, c.info, c.metadata, c.data, slot, &mut scratch)?;
+            picked.push(c);
         }
     }
-    Ok(())
+    picked
 }
 
 /// Appends each chunk of an already parsed tile to `out`, one after the other.
@@ -720,5 +757,49 @@ mod tests {
         let mut short = vec![0u8; 10];
         let e = decode_tile_chunks_in_place(&zstd, &tile, &wanted, &mut short).unwrap_err();
         assert!(matches!(e, Error::SizeMismatch { .. }), "{e:?}");
+    }
+    #[test]
+    fn wanted_chunks_are_handed_over_one_by_one() {
+        let data: Vec<u8> = (0..30_000u64).flat_map(|v| (v * 7).to_le_bytes()).collect();
+        let chunk = 65_536u64;
+        let wanted = [70_000..70_008, 200_000..200_001];
+        for filters in [vec![Filter::zstd(1)], vec![]] {
+            let codec = FilterPipeline::new(filters).codec(Datatype::Int64, 1, 22).unwrap();
+            let tile = encode_tile(&codec, &data, Split::Fixed { cell_size: 8 }).unwrap();
+            let mut seen = Vec::new();
+            let mut buf = Vec::new();
+            decode_tile_chunks_with(
+                &codec,
+                &tile,
+                data.len() as u64,
+                &wanted,
+                &mut buf,
+                |at, b| {
+                    assert!(b == &data[at as usize..at as usize + b.len()], "chunk at {at}");
+                    seen.push(at);
+                },
+            )
+            .unwrap();
+            assert_eq!(seen, vec![chunk, 3 * chunk]);
+            // Nothing wanted: nothing decoded. A wrong length: an error before any chunk.
+            let mut calls = 0;
+            decode_tile_chunks_with(&codec, &tile, data.len() as u64, &[], &mut buf, |_, _| {
+                calls += 1;
+            })
+            .unwrap();
+            let e = decode_tile_chunks_with(&codec, &tile, 8, &wanted, &mut buf, |_, _| calls += 1);
+            assert!(matches!(e, Err(Error::SizeMismatch { .. })), "{e:?}");
+            assert_eq!(calls, 0);
+        }
+        // A corrupt wanted chunk is an error naming it.
+        let zstd =
+            FilterPipeline::new(vec![Filter::zstd(1)]).codec(Datatype::Int64, 1, 22).unwrap();
+        let mut bad = encode_tile(&zstd, &data, Split::Fixed { cell_size: 8 }).unwrap();
+        let info = FramedTile::parse(bad.as_slice()).unwrap().layout().chunks()[1].clone();
+        bad[info.data.start + 4] ^= 0xFF;
+        let mut buf = Vec::new();
+        let e =
+            decode_tile_chunks_with(&zstd, &bad, data.len() as u64, &wanted, &mut buf, |_, _| {});
+        assert!(matches!(e, Err(Error::DecodeChunk { chunk: 1, .. })), "{e:?}");
     }
 }

@@ -41,7 +41,7 @@ use crate::read::stats::FieldMeta;
 use crate::read::subarray::Subarray;
 use crate::read::tiles::{
     DecodedTile, FieldReader, QField, TileCells, TileJob, TilePart, load_tile_part, load_tiles,
-    load_tiles_with,
+    load_tiles_with, scatter_tile,
 };
 use crate::result::{Column, ReadResult};
 use crate::{Error, Result};
@@ -555,6 +555,19 @@ impl<'a> DenseReader<'a> {
                                 cells: frag.cells.get(t),
                                 wanted: None,
                             };
+                            // A tile no later batch needs, while the other workers have
+                            // tiles of their own: its chunks decode one at a time straight
+                            // into the result.
+                            if !keep_it && sequential {
+                                group.sort_unstable_by_key(|w| w.1);
+                                let mut dsts: Vec<(u64, &mut [u8])> = group
+                                    .iter_mut()
+                                    .map(|(_, src, dst)| (*src * size as u64, &mut **dst))
+                                    .collect();
+                                if scatter_tile(storage, &job, &mut dsts)? {
+                                    continue;
+                                }
+                            }
                             // A tile no later batch needs: only the chunks of its cells here.
                             let part = if keep_it {
                                 None

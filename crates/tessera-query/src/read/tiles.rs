@@ -690,6 +690,69 @@ pub(crate) fn load_tile_part(
     Ok(Some(TilePart { pieces }))
 }
 
+/// Copies bytes of the filtered fixed-size tile `job` into `dsts` ((first byte in the
+/// unfiltered tile, destination) pairs, sorted by first byte and not overlapping), decoding
+/// only the chunks that hold them, one at a time into a buffer that stays in cache (see
+/// [`tessera_tile::decode_tile_chunks_with`]): the decoded tile is never written out whole.
+/// `false` (nothing copied) for tiles stored without filters, var-sized or nullable fields
+/// and zipped coordinates, which other paths handle better.
+///
+/// # Errors
+/// As [`load_tiles`]; [`Error::Corrupt`] when the chunks do not cover every destination.
+pub(crate) fn scatter_tile(
+    storage: &dyn Storage,
+    job: &TileJob<'_>,
+    dsts: &mut [(u64, &mut [u8])],
+) -> Result<bool> {
+    let r = job.reader;
+    let Codec::Fixed { codec, cell_size } = &r.codec else { return Ok(false) };
+    if r.zipped.is_some() || r.validity.is_some() || codec.pipeline_codec().is_empty() {
+        return Ok(false);
+    }
+    let t = job.tile;
+    let file = r.data_file.as_str();
+    let range = r.range_in(file, &r.offsets, r.file_size, t)?;
+    let bytes = read_pooled(storage, file, range.clone())?;
+    let wanted: Vec<Range<u64>> =
+        dsts.iter().map(|(at, dst)| *at..*at + dst.len() as u64).collect();
+    let total: u64 = wanted.iter().map(|w| w.end - w.start).sum();
+    let (mut copied, mut first) = (0u64, 0usize);
+    let mut buf = Vec::new();
+    let copy = |start: u64, chunk: &[u8]| {
+        let end = start + chunk.len() as u64;
+        while first < dsts.len() && wanted[first].end <= start {
+            first += 1;
+        }
+        for ((at, dst), w) in dsts[first..].iter_mut().zip(&wanted[first..]) {
+            if w.start >= end {
+                break;
+            }
+            let (lo, hi) = (start.max(w.start), end.min(w.end));
+            if lo < hi {
+                let into = (lo - *at) as usize..(hi - *at) as usize;
+                dst[into].copy_from_slice(&chunk[(lo - start) as usize..(hi - start) as usize]);
+                copied += hi - lo;
+            }
+        }
+    };
+    codec.decode_chunks_with(&bytes, job.cells * cell_size, &wanted, &mut buf, copy).map_err(
+        |e| Error::Tile {
+            file: file.to_owned(),
+            tile: t,
+            offset: range.start,
+            end: range.start + bytes.len() as u64,
+            source: Box::new(e.at_offset(range.start)),
+        },
+    )?;
+    if copied != total {
+        return Err(Error::Corrupt {
+            file: file.to_owned(),
+            reason: format!("tile {t}: its chunks hold {copied} of the {total} bytes asked of it"),
+        });
+    }
+    Ok(true)
+}
+
 /// [`load_tile_part`] for a tile stored without filters (bytes `range` of `file`, `expected`
 /// bytes unfiltered). When its chunks are laid out as libtiledb writes them (a chunk count,
 /// then chunks of one size but the last, each a header and its bytes, no metadata), only the
