@@ -245,13 +245,10 @@ pub fn decode_tile_chunks_in_place(
 ) -> Result<()> {
     let framed = FramedTile::parse(tile)?;
     check_len("tile output buffer", out.len() as u64, framed.orig_len())?;
-    let mut scratch = (Scratch::default(), Vec::new());
-    for c in wanted_chunks(&framed, wanted) {
-        let range = c.info.orig_range();
-        let slot = &mut out[range.start as usize..range.end as usize];
-        decode_into_slot(codec, c.info, c.metadata, c.data, slot, &mut scratch)?;
-    }
-    Ok(())
+    // Each chunk's range lies within the tile's unfiltered length, which is `out`'s.
+    each_wanted_chunk(codec, &framed, wanted, &mut Vec::new(), |at, bytes| {
+        out[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+    })
 }
 
 /// Decodes the chunks of a tile whose unfiltered bytes overlap `wanted` (byte ranges of the
@@ -269,12 +266,23 @@ pub fn decode_tile_chunks_with(
     expected_len: u64,
     wanted: &[Range<u64>],
     buf: &mut Vec<u8>,
-    mut f: impl FnMut(u64, &[u8]),
+    f: impl FnMut(u64, &[u8]),
 ) -> Result<()> {
     let framed = FramedTile::parse(tile)?;
     check_len("tile", expected_len, framed.orig_len())?;
+    each_wanted_chunk(codec, &framed, wanted, buf, f)
+}
+
+/// The loop of [`decode_tile_chunks_with`] over an already parsed tile.
+fn each_wanted_chunk(
+    codec: &PipelineCodec,
+    framed: &FramedTile<&[u8]>,
+    wanted: &[Range<u64>],
+    buf: &mut Vec<u8>,
+    mut f: impl FnMut(u64, &[u8]),
+) -> Result<()> {
     let mut scratch = Scratch::default();
-    for c in wanted_chunks(&framed, wanted) {
+    for c in wanted_chunks(framed, wanted) {
         let start = c.info.orig_offset;
         if codec.is_empty() && c.metadata.is_empty() && c.data.len() == c.info.orig_len as usize {
             f(start, c.data);
