@@ -42,6 +42,7 @@ mod local;
 mod memory;
 mod path;
 pub mod testsuite;
+mod writeback;
 
 pub use error::{Error, Op, Result};
 pub use local::LocalStorage;

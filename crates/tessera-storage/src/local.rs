@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 
 use crate::path::{normalize_non_root, normalize_path, parent};
+use crate::writeback::{WRITEBACK_BYTES, Writeback};
 use crate::{Entry, Error, ObjectWriter, Op, Result, Storage, check_range, out_of_memory};
 
 /// The suffix of [`LocalStorage::publish`]'s temporary files (whose names also start with
@@ -36,7 +37,9 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 ///   with `.` and end with `.tessera-tmp`, so the leftovers of a crash stay invisible too.
 /// * [`write`](Storage::write) syncs the file to disk before returning (unless turned off
 ///   with [`with_sync`](LocalStorage::with_sync)), so that data files are durable before the
-///   commit file that makes them visible is published.
+///   commit file that makes them visible is published. So does a [`writer`](Storage::writer)
+///   when it finishes; one that grows past 32 MB is also synced as it goes, by a helper
+///   thread, so that the disk works while the rest is written.
 #[derive(Debug, Clone)]
 pub struct LocalStorage {
     root: PathBuf,
@@ -392,7 +395,14 @@ impl Storage for LocalStorage {
         let file = File::create(&target).map_err(|e| {
             if target.is_dir() { is_a_directory(op, path) } else { Error::io(op, path, e) }
         })?;
-        Ok(Box::new(LocalWriter { file, path: path.to_owned(), size: 0, sync: self.sync }))
+        Ok(Box::new(LocalWriter {
+            file,
+            path: path.to_owned(),
+            size: 0,
+            sync: self.sync,
+            unsynced: 0,
+            writeback: None,
+        }))
     }
 
     fn create_dir(&self, path: &str) -> Result<()> {
@@ -486,22 +496,41 @@ impl Storage for LocalStorage {
     }
 }
 
-/// A local file written piece by piece, synced at the end unless syncing is off.
+/// A local file written piece by piece, synced at the end unless syncing is off. A file that
+/// grows past [`WRITEBACK_BYTES`] is also synced as it goes, by a helper thread, so that the
+/// disk works while the rest is written and the final sync has little left to wait for.
 struct LocalWriter {
     file: File,
     path: String,
     size: u64,
     sync: bool,
+    /// Bytes appended since the last writeback request.
+    unsynced: u64,
+    writeback: Option<Writeback>,
 }
 
 impl ObjectWriter for LocalWriter {
     fn write_all(&mut self, data: &[u8]) -> Result<()> {
         self.file.write_all(data).map_err(|e| Error::io(Op::Write, &self.path, e))?;
         self.size += data.len() as u64;
+        self.unsynced += data.len() as u64;
+        if self.sync && self.unsynced >= WRITEBACK_BYTES {
+            self.unsynced = 0;
+            if self.writeback.is_none() {
+                // Without the helper (no thread to be had) the final sync does it all.
+                self.writeback = Writeback::start(&self.file).ok();
+            }
+            if let Some(w) = &self.writeback {
+                w.request();
+            }
+        }
         Ok(())
     }
 
-    fn finish(self: Box<Self>) -> Result<u64> {
+    fn finish(mut self: Box<Self>) -> Result<u64> {
+        if let Some(w) = self.writeback.take() {
+            w.finish().map_err(|e| Error::io(Op::Write, &self.path, e))?;
+        }
         if self.sync {
             self.file.sync_all().map_err(|e| Error::io(Op::Write, &self.path, e))?;
         }

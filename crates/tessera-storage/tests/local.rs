@@ -128,3 +128,27 @@ fn io_errors_keep_their_cause() {
     assert!(source.downcast_ref::<std::io::Error>().is_some());
     assert_eq!(err.to_string(), "read \"missing/file\": entity not found");
 }
+
+/// A file written piece by piece well past the early-writeback threshold (a helper thread
+/// syncs it as it grows) holds exactly what was written, with or without syncing.
+#[test]
+fn large_streamed_files_are_written_whole() {
+    for sync in [true, false] {
+        let dir = TempDir::new().unwrap();
+        let storage = LocalStorage::new(dir.path()).with_sync(sync);
+        let piece: Vec<u8> = (0..(3 << 20) as u32).map(|i| (i % 251) as u8).collect();
+        let mut writer = storage.writer("big/data.tdb").unwrap();
+        for k in 0..25u8 {
+            let mut p = piece.clone();
+            p[0] = k;
+            writer.write_all(&p).unwrap();
+        }
+        assert_eq!(writer.finish().unwrap(), 25 * piece.len() as u64);
+        let back = fs::read(dir.path().join("big/data.tdb")).unwrap();
+        assert_eq!(back.len(), 25 * piece.len());
+        for (k, p) in back.chunks(piece.len()).enumerate() {
+            assert_eq!(p[0], k as u8);
+            assert!(p[1..] == piece[1..], "piece {k}");
+        }
+    }
+}
