@@ -655,7 +655,7 @@ pub(crate) fn load_tile_part(
     }
     let t = job.tile;
     let range = r.range_in(&r.data_file, &r.offsets, r.file_size, t)?;
-    let expected = job.cells * cell_size;
+    let expected = tile_bytes(job, *cell_size)?;
     let file = r.data_file.as_str();
     if codec.pipeline_codec().is_empty() {
         return load_plain_part(storage, file, range, expected, wanted);
@@ -690,6 +690,15 @@ pub(crate) fn load_tile_part(
     Ok(Some(TilePart { pieces }))
 }
 
+/// The unfiltered bytes of fixed-size tile `job` (`cell_size` bytes a cell): an error, not an
+/// overflow, for a cell count no tile can hold.
+fn tile_bytes(job: &TileJob<'_>, cell_size: u64) -> Result<u64> {
+    job.cells.checked_mul(cell_size).ok_or_else(|| Error::Corrupt {
+        file: job.reader.data_file.clone(),
+        reason: format!("tile {}: {} cells of {cell_size} bytes overflow", job.tile, job.cells),
+    })
+}
+
 /// Copies bytes of the filtered fixed-size tile `job` into `dsts` ((first byte in the
 /// unfiltered tile, destination) pairs, sorted by first byte and not overlapping), decoding
 /// only the chunks that hold them, one at a time into a buffer that stays in cache (see
@@ -710,6 +719,7 @@ pub(crate) fn scatter_tile(
         return Ok(false);
     }
     let t = job.tile;
+    let expected = tile_bytes(job, *cell_size)?;
     let file = r.data_file.as_str();
     let range = r.range_in(file, &r.offsets, r.file_size, t)?;
     let bytes = read_pooled(storage, file, range.clone())?;
@@ -735,15 +745,15 @@ pub(crate) fn scatter_tile(
             }
         }
     };
-    codec.decode_chunks_with(&bytes, job.cells * cell_size, &wanted, &mut buf, copy).map_err(
-        |e| Error::Tile {
+    codec.decode_chunks_with(&bytes, expected, &wanted, &mut buf, copy).map_err(|e| {
+        Error::Tile {
             file: file.to_owned(),
             tile: t,
             offset: range.start,
             end: range.start + bytes.len() as u64,
             source: Box::new(e.at_offset(range.start)),
-        },
-    )?;
+        }
+    })?;
     if copied != total {
         return Err(Error::Corrupt {
             file: file.to_owned(),
