@@ -495,16 +495,7 @@ fn decode_job(
     let r = job.reader;
     let t = job.tile;
     let cells = job.cells;
-    let tile_err = |file: &str, start: u64, len: usize| {
-        let file = file.to_owned();
-        move |e: tessera_tile::Error| Error::Tile {
-            file,
-            tile: t,
-            offset: start,
-            end: start + len as u64,
-            source: Box::new(e.at_offset(start)),
-        }
-    };
+    let tile_err = |file: &str, start: u64, len: usize| tile_error(file, t, start, len);
     let missing = |file: &str| Error::Corrupt {
         file: file.to_owned(),
         reason: format!("tile {t} was not read"),
@@ -663,16 +654,9 @@ pub(crate) fn load_tile_part(
     let bytes = read_pooled(storage, file, range.clone())?;
     let wanted_bytes: u64 = wanted.iter().map(|w| w.end - w.start).sum();
     let mut buf = super::pool::take(usize::try_from(wanted_bytes.min(expected)).unwrap_or(0));
-    let spans =
-        codec.decode_chunks_into(&bytes, expected, wanted, parallel, &mut buf).map_err(|e| {
-            Error::Tile {
-                file: file.to_owned(),
-                tile: t,
-                offset: range.start,
-                end: range.start + bytes.len() as u64,
-                source: Box::new(e.at_offset(range.start)),
-            }
-        })?;
+    let spans = codec
+        .decode_chunks_into(&bytes, expected, wanted, parallel, &mut buf)
+        .map_err(tile_error(file, t, range.start, bytes.len()))?;
     let data = super::pool::share(buf);
     let mut pieces = Vec::with_capacity(spans.len());
     let mut at = 0usize;
@@ -688,6 +672,24 @@ pub(crate) fn load_tile_part(
         at += len;
     }
     Ok(Some(TilePart { pieces }))
+}
+
+/// What a decoding error of tile `tile`, read from bytes `start..start + len` of `file`,
+/// becomes: an error naming the file, the tile and where in the file the bad bytes are.
+fn tile_error(
+    file: &str,
+    tile: u64,
+    start: u64,
+    len: usize,
+) -> impl FnOnce(tessera_tile::Error) -> Error + use<> {
+    let file = file.to_owned();
+    move |e| Error::Tile {
+        file,
+        tile,
+        offset: start,
+        end: start + len as u64,
+        source: Box::new(e.at_offset(start)),
+    }
 }
 
 /// The unfiltered bytes of fixed-size tile `job` (`cell_size` bytes a cell): an error, not an
@@ -745,15 +747,12 @@ pub(crate) fn scatter_tile(
             }
         }
     };
-    codec.decode_chunks_with(&bytes, expected, &wanted, &mut buf, copy).map_err(|e| {
-        Error::Tile {
-            file: file.to_owned(),
-            tile: t,
-            offset: range.start,
-            end: range.start + bytes.len() as u64,
-            source: Box::new(e.at_offset(range.start)),
-        }
-    })?;
+    codec.decode_chunks_with(&bytes, expected, &wanted, &mut buf, copy).map_err(tile_error(
+        file,
+        t,
+        range.start,
+        bytes.len(),
+    ))?;
     if copied != total {
         return Err(Error::Corrupt {
             file: file.to_owned(),
