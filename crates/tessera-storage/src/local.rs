@@ -513,8 +513,11 @@ impl ObjectWriter for LocalWriter {
     fn write_all(&mut self, data: &[u8]) -> Result<()> {
         self.file.write_all(data).map_err(|e| Error::io(Op::Write, &self.path, e))?;
         self.size += data.len() as u64;
+        if !self.sync {
+            return Ok(());
+        }
         self.unsynced += data.len() as u64;
-        if self.sync && self.unsynced >= WRITEBACK_BYTES {
+        if self.unsynced >= WRITEBACK_BYTES {
             self.unsynced = 0;
             if self.writeback.is_none() {
                 // Without the helper (no thread to be had) the final sync does it all.
