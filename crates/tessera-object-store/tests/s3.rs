@@ -75,6 +75,7 @@ suite!(
     list_names_like_list,
     read_tail_end,
     read_range_into_buffer,
+    read_range_scatter_pieces,
     remove_object,
     remove_dir_all_tree,
     publish_replaces,

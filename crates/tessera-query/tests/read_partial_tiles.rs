@@ -166,20 +166,32 @@ fn corrupt_chunk_header_of_an_unfiltered_tile() {
     assert_eq!(i32s(&res.unwrap().column("a").unwrap().data), (0..10).collect::<Vec<i32>>());
 }
 
-/// A filtered tile whose chunk announces another length fails a read that decodes it chunk by
-/// chunk into the result (a full read: every tile on its own worker) with an error naming the
-/// file, and the rest of the array still reads.
+/// A tile whose chunk announces another length fails a read that places its chunks straight
+/// into the result (a full read: every tile on its own worker; filtered tiles decode chunk by
+/// chunk, unfiltered ones are read with one vectored read) with an error naming the file, and
+/// the rest of the array still reads.
 #[test]
-fn corrupt_chunk_of_a_filtered_tile_in_a_full_read() {
+fn corrupt_chunk_in_a_full_read() {
+    for (name, filters) in [("zstd", vec![Filter::zstd(1)]), ("unfiltered", vec![])] {
+        corrupt_chunk_in_a_full_read_with(name, filters);
+    }
+}
+
+fn corrupt_chunk_in_a_full_read_with(name: &str, filters: Vec<Filter>) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("a");
-    let array = make(Arc::new(LocalStorage::new(&root)), vec![Filter::zstd(1)]);
+    let unfiltered = filters.is_empty();
+    let array = make(Arc::new(LocalStorage::new(&root)), filters);
     let frag = array.fragments()[0].name().to_string();
     let path = root.join("__fragments").join(&frag).join("a0.tdb");
     let mut bytes = std::fs::read(&path).unwrap();
-    // Tile 0, chunk 0: its unfiltered length (the first field of its header, after the
-    // tile's chunk count).
-    bytes[8..12].copy_from_slice(&1234u32.to_le_bytes());
+    // The unfiltered length (the first field of a chunk header, after the tile's chunk
+    // count): filtered, of tile 0's chunk 0; unfiltered, of chunk 5 of tile 2 (rows 600..,
+    // columns ..499), which the second fragment does not overlap, so a full read takes it
+    // whole (chunk 0's header gives the layout the others are checked against). Unfiltered
+    // tiles take 8 + 19 * 12 + 1 200 000 bytes.
+    let at = if unfiltered { 2 * 1_200_236 + 8 + 5 * (12 + 65_536) } else { 8 };
+    bytes[at..at + 4].copy_from_slice(&1234u32.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
     let array = Array::open(Arc::new(LocalStorage::new(&root))).unwrap();
     let err = array
@@ -190,8 +202,8 @@ fn corrupt_chunk_of_a_filtered_tile_in_a_full_read() {
         .execute()
         .unwrap_err();
     let text = err.to_string();
-    assert!(matches!(err, Error::Corrupt { .. } | Error::Tile { .. }), "{text}");
-    assert!(text.contains("a0.tdb"), "{text}");
+    assert!(matches!(err, Error::Corrupt { .. } | Error::Tile { .. }), "{name}: {text}");
+    assert!(text.contains("a0.tdb"), "{name}: {text}");
     // Tile 3 (rows 600.., cols 500..) is intact.
     let res = array
         .read()

@@ -204,6 +204,35 @@ pub trait Storage: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// The `bufs.iter().map(len).sum()` bytes of the object at `path` from byte `offset` on,
+    /// into `bufs` in order: the first bytes fill `bufs[0]`, the next `bufs[1]`, and so on.
+    /// A reader that places a tile's rows straight into the rows of a result thus needs no
+    /// buffer in between; local files do it with one vectored read (`preadv`), the default
+    /// copies [`read_range`](Storage::read_range)'s bytes. On error the buffers hold
+    /// unspecified bytes.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_range`](Storage::read_range) for the range `offset..offset + total`.
+    fn read_range_scatter(&self, path: &str, offset: u64, bufs: &mut [&mut [u8]]) -> Result<()> {
+        let total = bufs.iter().map(|b| b.len() as u64).sum::<u64>();
+        let end = offset.checked_add(total).ok_or_else(|| out_of_memory(Op::ReadRange, path))?;
+        let bytes = self.read_range(path, offset..end)?;
+        let mut at = 0;
+        for buf in bufs.iter_mut() {
+            let Some(src) = bytes.get(at..at + buf.len()) else {
+                let e = std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "failed to fill whole buffer",
+                );
+                return Err(Error::io(Op::ReadRange, path, e));
+            };
+            buf.copy_from_slice(src);
+            at += buf.len();
+        }
+        Ok(())
+    }
+
     /// Writes `data` as the object at `path`, replacing any object there and creating missing
     /// parent directories. Not atomic: a concurrent reader may see a partial object; use
     /// [`publish`](Storage::publish) for what readers look for.

@@ -189,6 +189,44 @@ fn read_exact_range(mut file: &File, range: Range<usize>) -> io::Result<Bytes> {
     Ok(Bytes::from(buf))
 }
 
+/// Fills `bufs` in order from the bytes of `file` starting at `offset`: vectored reads
+/// (`preadv`, at most `IOV_MAX` buffers each), so the kernel copies from the page cache
+/// straight into the buffers. A file that ends first is an `UnexpectedEof`.
+#[cfg(target_os = "linux")]
+fn read_exact_vectored_at(file: &File, mut offset: u64, bufs: &mut [&mut [u8]]) -> io::Result<()> {
+    use std::io::IoSliceMut;
+    /// Linux's limit on the buffers of one vectored read.
+    const IOV_MAX: usize = 1024;
+    let mut slices: Vec<IoSliceMut<'_>> =
+        bufs.iter_mut().filter(|b| !b.is_empty()).map(|b| IoSliceMut::new(b)).collect();
+    let mut rest = slices.as_mut_slice();
+    while !rest.is_empty() {
+        let n = rest.len().min(IOV_MAX);
+        let read = match rustix::io::preadv(file, &mut rest[..n], offset) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    ErrorKind::UnexpectedEof,
+                    "failed to fill whole buffer",
+                ));
+            }
+            Ok(read) => read,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        offset += read as u64;
+        IoSliceMut::advance_slices(&mut rest, read);
+    }
+    Ok(())
+}
+
+/// [`read_exact_vectored_at`] where there is no `preadv` binding: one read per buffer.
+#[cfg(not(target_os = "linux"))]
+fn read_exact_vectored_at(mut file: &File, offset: u64, bufs: &mut [&mut [u8]]) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    bufs.iter_mut().try_for_each(|buf| file.read_exact(buf))
+}
+
 impl Storage for LocalStorage {
     fn read(&self, path: &str) -> Result<Bytes> {
         let key = normalize_path(Op::Read, path)?;
@@ -229,6 +267,16 @@ impl Storage for LocalStorage {
                 Err(Error::io(Op::ReadRange, path, e))
             }
         }
+    }
+
+    fn read_range_scatter(&self, path: &str, offset: u64, bufs: &mut [&mut [u8]]) -> Result<()> {
+        let op = Op::ReadRange;
+        let key = normalize_path(op, path)?;
+        let (file, size) = self.open(op, path, &key)?;
+        let total = bufs.iter().map(|b| b.len() as u64).sum::<u64>();
+        let end = offset.checked_add(total).ok_or_else(|| out_of_memory(op, path))?;
+        check_range(op, path, &(offset..end), size)?;
+        read_exact_vectored_at(&file, offset, bufs).map_err(|e| Error::io(op, path, e))
     }
 
     fn read_ranges(&self, path: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {

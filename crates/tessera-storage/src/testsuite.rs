@@ -64,6 +64,7 @@ pub const TESTS: &[(&str, TestFn)] = &[
     ("list_names_like_list", list_names_like_list),
     ("read_tail_end", read_tail_end),
     ("read_range_into_buffer", read_range_into_buffer),
+    ("read_range_scatter_pieces", read_range_scatter_pieces),
     ("remove_object", remove_object),
     ("remove_dir_all_tree", remove_dir_all_tree),
     ("publish_replaces", publish_replaces),
@@ -124,6 +125,7 @@ macro_rules! storage_test_suite {
             list_names_like_list,
             read_tail_end,
             read_range_into_buffer,
+            read_range_scatter_pieces,
             remove_object,
             remove_dir_all_tree,
             publish_replaces,
@@ -549,6 +551,43 @@ pub fn read_range_into_buffer(s: &dyn Storage) {
         Ok(()) => panic!("read_range_into of a missing object: expected NotFound, got Ok"),
     }
     assert!(buf.is_empty(), "a failed read leaves the buffer empty");
+}
+
+/// `read_range_scatter`: consecutive bytes fill the buffers in order (empty buffers and more
+/// buffers than one vectored read takes included); ranges past the end and missing objects
+/// fail as `read_range` does.
+pub fn read_range_scatter_pieces(s: &dyn Storage) {
+    let data = pattern(100_000, 13);
+    ok(s.write("r", data.clone()), "write");
+    for (offset, sizes) in [
+        (0u64, vec![0usize]),
+        (0, vec![100_000]),
+        (7, vec![3, 0, 4096, 1, 60_000]),
+        (99_990, vec![4, 6]),
+        // 3000 buffers of 30 bytes: more than the 1024 of one `preadv`.
+        (1000, vec![30; 3000]),
+    ] {
+        let mut bufs: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0xAA; n]).collect();
+        let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(Vec::as_mut_slice).collect();
+        ok(s.read_range_scatter("r", offset, &mut refs), "read_range_scatter");
+        let got: Vec<u8> = bufs.concat();
+        let start = offset as usize;
+        assert!(got == data[start..start + got.len()], "offset {offset}, sizes {sizes:?} differ");
+    }
+    let mut a = vec![0u8; 10];
+    let mut b = vec![0u8; 11];
+    expect_range(
+        s.read_range_scatter("r", 99_980, &mut [&mut a, &mut b]),
+        Op::ReadRange,
+        "r",
+        99_980..100_001,
+        100_000,
+    );
+    match s.read_range_scatter("missing", 0, &mut [&mut a]) {
+        Err(e) if e.is_not_found() => {}
+        Err(e) => panic!("read_range_scatter of a missing object: expected NotFound, got {e:?}"),
+        Ok(()) => panic!("read_range_scatter of a missing object: expected NotFound, got Ok"),
+    }
 }
 
 /// `remove` deletes one object, keeps its directory, and fails on missing paths and

@@ -705,8 +705,9 @@ fn tile_bytes(job: &TileJob<'_>, cell_size: u64) -> Result<u64> {
 /// unfiltered tile, destination) pairs, sorted by first byte and not overlapping), decoding
 /// only the chunks that hold them, one at a time into a buffer that stays in cache (see
 /// [`tessera_tile::decode_tile_chunks_with`]): the decoded tile is never written out whole.
-/// `false` (nothing copied) for tiles stored without filters, var-sized or nullable fields
-/// and zipped coordinates, which other paths handle better.
+/// A tile stored without filters is read straight into the destinations instead (see
+/// [`scatter_plain`]). `false` (nothing copied) for var-sized or nullable fields and zipped
+/// coordinates, which other paths handle better.
 ///
 /// # Errors
 /// As [`load_tiles`]; [`Error::Corrupt`] when the chunks do not cover every destination.
@@ -717,13 +718,16 @@ pub(crate) fn scatter_tile(
 ) -> Result<bool> {
     let r = job.reader;
     let Codec::Fixed { codec, cell_size } = &r.codec else { return Ok(false) };
-    if r.zipped.is_some() || r.validity.is_some() || codec.pipeline_codec().is_empty() {
+    if r.zipped.is_some() || r.validity.is_some() {
         return Ok(false);
     }
     let t = job.tile;
     let expected = tile_bytes(job, *cell_size)?;
     let file = r.data_file.as_str();
     let range = r.range_in(file, &r.offsets, r.file_size, t)?;
+    if codec.pipeline_codec().is_empty() {
+        return scatter_plain(storage, file, range, expected, dsts);
+    }
     let bytes = read_pooled(storage, file, range.clone())?;
     let wanted: Vec<Range<u64>> =
         dsts.iter().map(|(at, dst)| *at..*at + dst.len() as u64).collect();
@@ -762,6 +766,115 @@ pub(crate) fn scatter_tile(
     Ok(true)
 }
 
+/// [`scatter_tile`] for a tile stored without filters (bytes `range` of `file`, `expected`
+/// bytes unfiltered) whose destinations cover it whole: when its chunks are laid out as
+/// libtiledb writes them (see [`plain_layout`]), one vectored read places the chunk headers
+/// in a small buffer and every byte of data straight into its destination, so the tile is
+/// never copied twice, and every header is then checked. `false` (nothing read) for other
+/// layouts and for destinations that leave part of the tile out.
+///
+/// # Errors
+/// As [`load_tiles`]; [`Error::Corrupt`] when a chunk header is not that of a plain chunk.
+fn scatter_plain(
+    storage: &dyn Storage,
+    file: &str,
+    range: Range<u64>,
+    expected: u64,
+    dsts: &mut [(u64, &mut [u8])],
+) -> Result<bool> {
+    let mut next = 0u64;
+    for (at, dst) in dsts.iter() {
+        if *at != next {
+            return Ok(false);
+        }
+        next += dst.len() as u64;
+    }
+    if next != expected {
+        return Ok(false);
+    }
+    let Some((count, size)) = plain_layout(storage, file, &range, expected)? else {
+        return Ok(false);
+    };
+    let header = PLAIN_CHUNK_HEADER as usize;
+    let mut headers = vec![0u8; usize::try_from(count).unwrap_or(0) * header];
+    let mut bufs: Vec<&mut [u8]> = Vec::with_capacity(headers.len() / header + dsts.len() * 2);
+    let mut heads = headers.chunks_exact_mut(header);
+    let mut pieces = dsts.iter_mut().map(|(_, dst)| &mut **dst);
+    let mut piece: &mut [u8] = &mut [];
+    for k in 0..count {
+        bufs.push(heads.next().unwrap_or_default());
+        // The chunk's bytes, taken from the destinations in order.
+        let mut left = size.min(expected - k * size) as usize;
+        while left > 0 {
+            if piece.is_empty() {
+                // The destinations hold `expected` bytes, as many as the chunks.
+                let Some(more) = pieces.next() else { return Ok(false) };
+                piece = more;
+            }
+            let n = left.min(piece.len());
+            let (head, tail) = std::mem::take(&mut piece).split_at_mut(n);
+            bufs.push(head);
+            piece = tail;
+            left -= n;
+        }
+    }
+    storage
+        .read_range_scatter(file, range.start + 8, &mut bufs)
+        .map_err(|e| crate::fragment::removed_or(e, file))?;
+    drop(bufs);
+    for (k, head) in (0..count).zip(headers.chunks_exact(header)) {
+        let len = size.min(expected - k * size);
+        let field =
+            |j: usize| u64::from(u32::from_le_bytes(head[j..j + 4].try_into().unwrap_or_default()));
+        if field(0) != len || field(4) != len || field(8) != 0 {
+            return Err(plain_chunk_error(file, range.start, k));
+        }
+    }
+    Ok(true)
+}
+
+/// Bytes of a chunk header: three u32 (unfiltered, filtered and metadata lengths).
+const PLAIN_CHUNK_HEADER: u64 = 12;
+
+/// The chunk count and chunk size of the tile stored without filters at bytes `range` of
+/// `file` (`expected` bytes of data), read from its first chunk header, when its bytes are
+/// laid out as libtiledb writes them: a chunk count, then chunks of one size but the last,
+/// each a header and its bytes, no metadata. `None` for any other layout.
+fn plain_layout(
+    storage: &dyn Storage,
+    file: &str,
+    range: &Range<u64>,
+    expected: u64,
+) -> Result<Option<(u64, u64)>> {
+    if range.end - range.start < 8 + PLAIN_CHUNK_HEADER || expected == 0 {
+        return Ok(None);
+    }
+    let head = storage
+        .read_range(file, range.start..range.start + 8 + PLAIN_CHUNK_HEADER)
+        .map_err(|e| crate::fragment::removed_or(e, file))?;
+    let (Some(count), Some(size)) = (head.get(..8), head.get(8..12)) else { return Ok(None) };
+    let count = u64::from_le_bytes(count.try_into().unwrap_or_default());
+    let size = u64::from(u32::from_le_bytes(size.try_into().unwrap_or_default()));
+    if size == 0 || count != expected.div_ceil(size) {
+        return Ok(None);
+    }
+    if range.end - range.start != 8 + count * PLAIN_CHUNK_HEADER + expected {
+        return Ok(None);
+    }
+    Ok(Some((count, size)))
+}
+
+/// Chunk `k` of the unfiltered tile at byte `start` of `file` has a header that is not that
+/// of a plain chunk.
+fn plain_chunk_error(file: &str, start: u64, k: u64) -> Error {
+    Error::Corrupt {
+        file: file.to_owned(),
+        reason: format!(
+            "unfiltered tile at byte {start}: chunk {k} does not have the header of a plain chunk"
+        ),
+    }
+}
+
 /// [`load_tile_part`] for a tile stored without filters (bytes `range` of `file`, `expected`
 /// bytes unfiltered). When its chunks are laid out as libtiledb writes them (a chunk count,
 /// then chunks of one size but the last, each a header and its bytes, no metadata), only the
@@ -774,33 +887,14 @@ fn load_plain_part(
     expected: u64,
     wanted: &[Range<u64>],
 ) -> Result<Option<TilePart>> {
-    /// Bytes of a chunk header: three u32 (unfiltered, filtered and metadata lengths).
-    const CHUNK_HEADER: u64 = 12;
-    if range.end - range.start < 8 + CHUNK_HEADER || expected == 0 {
+    const CHUNK_HEADER: u64 = PLAIN_CHUNK_HEADER;
+    let Some((count, size)) = plain_layout(storage, file, &range, expected)? else {
         return Ok(None);
-    }
-    let head = storage
-        .read_range(file, range.start..range.start + 8 + CHUNK_HEADER)
-        .map_err(|e| crate::fragment::removed_or(e, file))?;
-    let (Some(count), Some(size)) = (head.get(..8), head.get(8..12)) else { return Ok(None) };
-    let count = u64::from_le_bytes(count.try_into().unwrap_or_default());
-    let size = u64::from(u32::from_le_bytes(size.try_into().unwrap_or_default()));
-    if size == 0 || count != expected.div_ceil(size) {
-        return Ok(None);
-    }
-    if range.end - range.start != 8 + count * CHUNK_HEADER + expected {
-        return Ok(None);
-    }
+    };
     // Where chunk `k` starts in the file, and its unfiltered length.
     let chunk_at = |k: u64| range.start + 8 + k * (CHUNK_HEADER + size);
     let chunk_len = |k: u64| size.min(expected - k * size);
-    let corrupt = |k: u64| Error::Corrupt {
-        file: file.to_owned(),
-        reason: format!(
-            "unfiltered tile at byte {}: chunk {k} does not have the header of a plain chunk",
-            range.start
-        ),
-    };
+    let corrupt = |k: u64| plain_chunk_error(file, range.start, k);
     let mut pieces = Vec::new();
     let mut i = 0;
     while i < wanted.len() {
