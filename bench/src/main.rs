@@ -90,11 +90,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Large result and tile buffers get transparent huge pages, as numpy's arrays do for
-/// libtiledb's Python users (see `tessera::alloc`).
-#[global_allocator]
-static ALLOC: tessera::HugePageAlloc = tessera::HugePageAlloc;
-
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::json;

@@ -6,11 +6,6 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
-/// Large result and tile buffers get transparent huge pages, as numpy's arrays do for
-/// libtiledb's Python users (see `tessera::alloc`).
-#[global_allocator]
-static ALLOC: tessera::HugePageAlloc = tessera::HugePageAlloc;
-
 mod aggregate_cmd;
 mod cells;
 mod cells_input;

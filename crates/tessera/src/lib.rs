@@ -25,10 +25,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-pub mod alloc;
 mod group;
 
-pub use alloc::HugePageAlloc;
 pub use group::{
     add_member, create_group, file_uri, group_writer, member_for, member_key, member_path,
     object_type, open_group, open_group_at, open_group_between, remove_member, uri_path,
