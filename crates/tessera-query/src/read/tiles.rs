@@ -858,7 +858,12 @@ fn plain_layout(
     if size == 0 || count != expected.div_ceil(size) {
         return Ok(None);
     }
-    if range.end - range.start != 8 + count * PLAIN_CHUNK_HEADER + expected {
+    // (A corrupt cell count can make `expected`, and so `count`, overflow the sum.)
+    let framed = count
+        .checked_mul(PLAIN_CHUNK_HEADER)
+        .and_then(|h| h.checked_add(expected))
+        .and_then(|n| n.checked_add(8));
+    if framed != Some(range.end - range.start) {
         return Ok(None);
     }
     Ok(Some((count, size)))
