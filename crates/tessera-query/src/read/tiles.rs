@@ -823,10 +823,7 @@ fn scatter_plain(
         .map_err(|e| crate::fragment::removed_or(e, file))?;
     drop(bufs);
     for (k, head) in (0..count).zip(headers.chunks_exact(header)) {
-        let len = size.min(expected - k * size);
-        let field =
-            |j: usize| u64::from(u32::from_le_bytes(head[j..j + 4].try_into().unwrap_or_default()));
-        if field(0) != len || field(4) != len || field(8) != 0 {
+        if !is_plain_header(head, size.min(expected - k * size)) {
             return Err(plain_chunk_error(file, range.start, k));
         }
     }
@@ -869,6 +866,15 @@ fn plain_layout(
     Ok(Some((count, size)))
 }
 
+/// Whether the chunk header `head` is that of a plain chunk of `len` bytes: unfiltered and
+/// filtered lengths both `len`, no metadata.
+fn is_plain_header(head: &[u8], len: u64) -> bool {
+    let field = |j: usize| {
+        head.get(j..j + 4).and_then(|b| b.try_into().ok()).map(|b| u64::from(u32::from_le_bytes(b)))
+    };
+    field(0) == Some(len) && field(4) == Some(len) && field(8) == Some(0)
+}
+
 /// Chunk `k` of the unfiltered tile at byte `start` of `file` has a header that is not that
 /// of a plain chunk.
 fn plain_chunk_error(file: &str, start: u64, k: u64) -> Error {
@@ -892,12 +898,11 @@ fn load_plain_part(
     expected: u64,
     wanted: &[Range<u64>],
 ) -> Result<Option<TilePart>> {
-    const CHUNK_HEADER: u64 = PLAIN_CHUNK_HEADER;
     let Some((count, size)) = plain_layout(storage, file, &range, expected)? else {
         return Ok(None);
     };
     // Where chunk `k` starts in the file, and its unfiltered length.
-    let chunk_at = |k: u64| range.start + 8 + k * (CHUNK_HEADER + size);
+    let chunk_at = |k: u64| range.start + 8 + k * (PLAIN_CHUNK_HEADER + size);
     let chunk_len = |k: u64| size.min(expected - k * size);
     let corrupt = |k: u64| plain_chunk_error(file, range.start, k);
     let mut pieces = Vec::new();
@@ -918,19 +923,20 @@ fn load_plain_part(
         }
         let last = (end - 1) / size;
         let from = chunk_at(first);
-        let bytes =
-            read_pooled(storage, file, from..chunk_at(last) + CHUNK_HEADER + chunk_len(last))?;
+        let bytes = read_pooled(
+            storage,
+            file,
+            from..chunk_at(last) + PLAIN_CHUNK_HEADER + chunk_len(last),
+        )?;
         for k in first..=last {
             let at = (chunk_at(k) - from) as usize;
             let len = chunk_len(k);
-            let header = bytes.get(at..at + CHUNK_HEADER as usize).ok_or_else(|| corrupt(k))?;
-            let field = |j: usize| {
-                u64::from(u32::from_le_bytes(header[j..j + 4].try_into().unwrap_or_default()))
-            };
-            if field(0) != len || field(4) != len || field(8) != 0 {
+            let header =
+                bytes.get(at..at + PLAIN_CHUNK_HEADER as usize).ok_or_else(|| corrupt(k))?;
+            if !is_plain_header(header, len) {
                 return Err(corrupt(k));
             }
-            let data = at + CHUNK_HEADER as usize;
+            let data = at + PLAIN_CHUNK_HEADER as usize;
             if data + len as usize > bytes.len() {
                 return Err(corrupt(k));
             }
