@@ -1,4 +1,4 @@
-//! Cells JSONL as cli.md specifies it: one object per cell, dimensions then attributes,
+//! Cells JSONL as `docs/cli.md` specifies it: one object per cell, dimensions then attributes,
 //! `", "` and `": "` separators, values as the attribute's type prints them; and the way
 //! back, one JSON value to the bytes of a cell ([`cell_bytes`]).
 

@@ -28,7 +28,7 @@ fn fragment_size(array: &Array, f: &Fragment) -> Result<u64> {
     Ok(array.storage().list(&f.dir())?.iter().filter(|e| !e.is_dir).map(|e| e.size).sum())
 }
 
-/// One fragment in `tessera fragments --json`, keys in cli.md's order.
+/// One fragment in `tessera fragments --json`, keys in the order of `docs/cli.md`.
 #[derive(Debug, serde::Serialize)]
 pub(crate) struct FragmentJson {
     name: String,

@@ -1,6 +1,6 @@
 //! Where a command's ARRAY, GROUP or PATH argument lives: a local folder, or an object-store
 //! URI (`s3://bucket/path`, and `gs://`, `az://`, `http(s)://` when the object-store crate
-//! has their features), configured from the standard AWS variables (shared/cli.md).
+//! has their features), configured from the standard AWS variables (`docs/cli.md`).
 //!
 //! Every command goes through [`Location`] (or [`open_storage`]) so that local folders and
 //! URIs behave alike.

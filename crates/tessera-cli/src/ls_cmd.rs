@@ -1,5 +1,5 @@
 //! `tessera ls`: the TileDB groups and arrays under a path, as a tree (members, types, group
-//! metadata), or as the JSON of shared/cli.md.
+//! metadata), or as the JSON of `docs/cli.md` ("ls JSON").
 
 use std::path::Path;
 

@@ -1,4 +1,4 @@
-//! `tessera`: the command line for TileDB arrays (see `shared/cli.md` for the contract).
+//! `tessera`: the command line for TileDB arrays (see `docs/cli.md` for the contract).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,7 +39,7 @@ enum Command {
     Schema {
         /// The array's folder.
         array: PathBuf,
-        /// Print the schema JSON of cli.md instead of a summary.
+        /// Print the schema JSON of docs/cli.md instead of a summary.
         #[arg(long)]
         json: bool,
     },
@@ -55,7 +55,7 @@ enum Command {
     Fragments {
         /// The array's folder.
         array: PathBuf,
-        /// Print the JSON of cli.md instead of a table.
+        /// Print the JSON of docs/cli.md instead of a table.
         #[arg(long)]
         json: bool,
         /// Open the array as it was at this time (ms since the epoch).
@@ -150,7 +150,7 @@ enum Command {
     Ls {
         /// A group, an array, or a folder holding some (searched below plain folders).
         path: PathBuf,
-        /// Print one JSON object per group or array found (shared/cli.md), members nested.
+        /// Print one JSON object per group or array found (docs/cli.md), members nested.
         #[arg(long)]
         json: bool,
     },

@@ -7,7 +7,7 @@ use tessera::Array;
 use tessera::layers::schema::json::{FilterJson, to_json};
 use tessera::layers::types::CELL_VAL_NUM_VAR;
 
-/// The schema JSON of cli.md, pretty-printed.
+/// The schema JSON of `docs/cli.md`, pretty-printed.
 pub(crate) fn json(array: &Array) -> Result<String> {
     Ok(serde_json::to_string_pretty(&to_json(array.schema(), array.enumerations()))?)
 }

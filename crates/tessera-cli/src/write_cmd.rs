@@ -1,4 +1,4 @@
-//! `tessera write`: the cells JSONL of `shared/cli.md` (what `read --format jsonl` prints)
+//! `tessera write`: the cells JSONL of `docs/cli.md` (what `read --format jsonl` prints)
 //! into one fragment.
 //!
 //! The input is parsed whole ([`crate::cells_input`]) into one column per dimension and

@@ -67,7 +67,7 @@ fn ranges_at(array: &str, at: u64) -> Vec<(u64, u64)> {
 }
 
 /// Dense arrays count only fragments (and `.vac` files) fully inside the open range; sparse
-/// arrays count any overlap (format-fragments §4.1).
+/// arrays count any overlap (`docs/format/commits-and-names.md`, "Which fragments a reader sees").
 #[test]
 fn time_travel_selects_fragments_as_libtiledb() {
     // Not vacuumed: at 25 the consolidation [10, 30] is not inside [0, 25], so the dense

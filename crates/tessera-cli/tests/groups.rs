@@ -45,7 +45,7 @@ fn ls_json_equals_libtiledbs_view() {
         assert_eq!(out.lines().count(), 1, "{name}: one object");
         assert_eq!(parse(&out), parse(&expected(name)), "{name}");
     }
-    // Keys in the order of cli.md.
+    // Keys in the order of docs/cli.md.
     let out = ok(&["ls", "testdata/groups/soma", "--json"]);
     assert!(
         out.starts_with(

@@ -275,7 +275,8 @@ fn webp_is_a_clear_unsupported_error() {
 
 #[test]
 fn golden_generic_tile_pipeline_bytes() {
-    // format-core §2.1: the generic-tile pipeline as libtiledb 2.30 writes it.
+    // docs/format/filters.md, "Generic tiles": the generic-tile pipeline as libtiledb 2.30
+    // writes it.
     let bytes = hex("00000100 01000000 01 05000000 01 01000000");
     let (p, used) = FilterPipeline::parse(&bytes, 22).unwrap();
     assert_eq!(used, 18);

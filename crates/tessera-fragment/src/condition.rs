@@ -550,7 +550,7 @@ mod tests {
 
     #[test]
     fn notes_example_a_eq_15() {
-        // format-fragments.md §3.2: `a == 15` is stored as NE.
+        // docs/format/commits-and-names.md (`.del`): `a == 15` is stored as NE.
         let user = ConditionNode::value("a", ConditionOp::Eq, 15i32.to_le_bytes());
         let stored = DeleteCommit::for_user_condition(&user).unwrap();
         assert_eq!(hex::encode(stored.payload()), "0105010000006104000000000000000f000000");

@@ -177,7 +177,7 @@ mod tests {
             ],
         };
         let p = m.to_payload();
-        // format-fragments.md §3.6: 122 for two 43-character names.
+        // docs/format/commits-and-names.md (`__fragment_meta/`): 122 for two 43-character names.
         assert_eq!(crate::parse::read_u64(&p[4 + 8 + 43..]), 122);
         assert_eq!(ConsolidatedFragmentMeta::parse_payload(&p).unwrap(), m);
         let f = m.to_file().unwrap();

@@ -203,7 +203,8 @@ pub struct GenericTileOffsets {
     pub processed_conditions: Option<u64>,
 }
 
-/// The footer of a fragment metadata file, every field of format-fragments.md §1.3.
+/// The footer of a fragment metadata file, every field of `docs/format/fragment-metadata.md`
+/// ("The footer").
 ///
 /// Versions 10 to 22 are read: version 10 has no timestamp or delete flags and no min/max
 /// offsets; version 11 adds the tile min/max/sum/null-count offsets and a fragment
@@ -659,9 +660,10 @@ impl Footer {
             .ok_or_else(over)
     }
 
-    /// Every part this footer points at, with its offset, in file order (§1.2): R-tree, then
-    /// per field the offsets, var offsets, var sizes, validity offsets, mins, maxs, sums and
-    /// null counts groups, then the fragment stats and processed conditions.
+    /// Every part this footer points at, with its offset, in file order
+    /// (`docs/format/fragment-metadata.md`): R-tree, then per field the offsets, var offsets,
+    /// var sizes, validity offsets, mins, maxs, sums and null counts groups, then the fragment
+    /// stats and processed conditions.
     pub fn parts(&self) -> Vec<(LazyPart, u64)> {
         let o = &self.offsets;
         let mut out = vec![(LazyPart::RTree, o.rtree)];

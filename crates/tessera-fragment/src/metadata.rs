@@ -1,5 +1,6 @@
 //! A whole `__fragment_metadata.tdb`: the generic tiles in the order of
-//! format-fragments.md §1.2, the footer and the trailing footer length.
+//! `docs/format/fragment-metadata.md` ("The metadata file"), the footer and the trailing
+//! footer length.
 
 use tessera_rtree::RTree;
 use tessera_schema::ArraySchema;
@@ -218,7 +219,7 @@ impl FragmentMetadata {
         })
     }
 
-    /// The whole file: the generic tiles in §1.2 order (GZIP level 1, byte-identical to
+    /// The whole file: the generic tiles in their order (GZIP level 1, byte-identical to
     /// libtiledb's), the footer with the offsets where they landed, and the footer length.
     ///
     /// # Errors

@@ -309,7 +309,7 @@ mod tests {
 
     #[test]
     fn min_max_var() {
-        // format-fragments.md §1.6: offsets [0,0,4], var "ddddccc" -> "", "dddd", "ccc"
+        // docs/format/fragment-metadata.md: offsets [0,0,4], var "ddddccc" -> "", "dddd", "ccc"
         let m = TileMinMax::from_var_values([&b""[..], b"dddd", b"ccc"]);
         assert_eq!(m.fixed, [0u64, 0, 4].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<_>>());
         assert_eq!(m.var_values().unwrap(), [&b""[..], b"dddd", b"ccc"]);

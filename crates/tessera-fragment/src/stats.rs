@@ -8,7 +8,8 @@
 //! * per fragment, `FragmentMetadata::compute_fragment_min_max_sum_null_count`
 //!   ([`fragment_stats`]).
 //!
-//! The quirks reproduced here (format-fragments.md §1.6–§1.9 and the sources):
+//! The quirks reproduced here (`docs/format/fragment-metadata.md`, "Tile statistics" and
+//! "Fragment statistics", and the sources):
 //!
 //! * numeric min/max use `min = (min < v) ? min : v`, so a NaN replaces the running value and
 //!   the next value replaces the NaN; a tile without a non-null cell keeps `T::max` /

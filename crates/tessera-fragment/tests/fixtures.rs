@@ -94,7 +94,7 @@ fn every_fixture_parses_and_rewrites_byte_for_byte() {
         let out = md.to_bytes(&schema).unwrap();
         assert!(out == bytes, "{what}: rewritten file differs");
 
-        // Generic-tile count: 3 + 8 * num (format-fragments.md §1.2).
+        // Generic-tile count: 3 + 8 * num (docs/format/fragment-metadata.md).
         let layout = md.layout(&schema);
         assert_eq!(md.footer.parts().len(), 3 + 8 * layout.num(), "{what}");
 

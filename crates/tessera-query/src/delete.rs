@@ -4,8 +4,8 @@
 //! A delete writes no cells. It commits one file, `__commits/__<t>_<t>_<label>_22.del`,
 //! holding one generic tile (GZIP level 1) with the serialized **negation** of the condition
 //! (the cells to keep), byte for byte as libtiledb 2.30 writes it
-//! (`DeletesAndUpdates::dowork`, format-fragments.md §3.2). Readers then hide the matching
-//! cells written at or before `t` (see [`crate::condition`]). libtiledb's rules:
+//! (`DeletesAndUpdates::dowork`, `docs/format/commits-and-names.md`). Readers then hide the
+//! matching cells written at or before `t` (see [`crate::condition`]). libtiledb's rules:
 //!
 //! * deletes are refused on dense arrays;
 //! * the timestamp `t` is the one given, else the end of the range the array was opened at
@@ -85,7 +85,7 @@ impl DeleteQuery<'_> {
         self
     }
 
-    /// [`Self::condition`] from the `--where` text of `shared/cli.md` (e.g.
+    /// [`Self::condition`] from the `--where` text of `docs/cli.md` (e.g.
     /// `a == 15 and b is not null`), parsed against the array's schema and enumerations when
     /// the delete is submitted.
     pub fn where_text(mut self, text: &str) -> Self {

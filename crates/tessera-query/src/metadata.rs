@@ -1,5 +1,5 @@
-//! Array metadata: the key → typed value map stored in `__meta/` (format-core.md §6.1,
-//! format-fragments.md §3.7), as libtiledb 2.30 reads and writes it
+//! Array metadata: the key → typed value map stored in `__meta/` (`docs/format/metadata.md`),
+//! as libtiledb 2.30 reads and writes it
 //! (`tiledb/sm/metadata/metadata.cc`, `ArrayDirectory::load_array_meta_uris`).
 //!
 //! * The codec of one file's payload: [`parse_payload`] and [`to_payload`] over
@@ -233,7 +233,7 @@ impl MetadataValue {
         }
     }
 
-    /// The value as `tessera meta list --json` prints it (shared/cli.md): the text of the
+    /// The value as `tessera meta list --json` prints it (`docs/cli.md`): the text of the
     /// string types (`char`, `string_*`, `geom_wkt`; UTF-16 / UTF-32 decoded little-endian) as
     /// one string, or `{"hex": …}` when the bytes do not decode; `blob`, `any` and `geom_wkb`
     /// as `{"hex": …}` (lowercase); every other type as a list of its values, even for one
@@ -632,7 +632,7 @@ impl ArrayMetadata {
         encode_sorted(self.entries.iter().map(|(k, v)| (k.as_slice(), Some(v))))
     }
 
-    /// The JSON of `tessera meta list --json` (shared/cli.md): an object from key to
+    /// The JSON of `tessera meta list --json` (`docs/cli.md`): an object from key to
     /// [`MetadataValue::to_json`], keys in sorted order. Keys that are not UTF-8 are shown
     /// with U+FFFD for the invalid bytes (two such keys that then look alike show only the
     /// later one).

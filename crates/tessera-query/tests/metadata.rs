@@ -37,7 +37,7 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// serde_json's compact output with `", "` and `": "` separators, the layout of cli.md's
+/// serde_json's compact output with `", "` and `": "` separators, the layout of docs/cli.md's
 /// `meta list --json` example (and of Python's `json.dumps`).
 struct Spaced;
 

@@ -1,6 +1,6 @@
 //! The schema JSON of the `tessera` CLI (`tessera schema --json`, `tessera create --schema`).
 //!
-//! Every key and option name follows `cli.md`: TileDB's lowercase type names, filters as
+//! Every key and option name follows `docs/cli.md`: TileDB's lowercase type names, filters as
 //! `{"type": "zstd", "level": 3}`, values as JSON numbers or strings.
 
 use std::collections::BTreeMap;

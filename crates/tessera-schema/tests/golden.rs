@@ -1,5 +1,6 @@
-//! The golden schema payload of format-core §5.1 (array `a1`: dense, dim `d` int32 [1,4]
-//! extent 4, attribute `a` int32) parses to what libtiledb wrote and writes back identically.
+//! The golden schema payload of `docs/format/schema.md`, "A worked example" (array `a1`:
+//! dense, dim `d` int32 [1,4] extent 4, attribute `a` int32) parses to what libtiledb wrote
+//! and writes back identically.
 
 use tessera_filters::{Filter, FilterPipeline};
 use tessera_schema::{ArraySchema, Attribute, Dimension, Error};

@@ -1,4 +1,5 @@
-//! How libtiledb 2.30 cuts a tile into chunks before filtering (format-core §2.3).
+//! How libtiledb 2.30 cuts a tile into chunks before filtering (`docs/format/filters.md`,
+//! "Chunking").
 //!
 //! Three regimes exist:
 //! * fixed-size cells: chunks of `compute_chunk_size(tile, cell)` bytes plus a remainder;
@@ -256,7 +257,7 @@ mod tests {
 
     #[test]
     fn fixed_verified_examples() {
-        // int32 × 40000 (format-core §2.3, VERIFIED).
+        // int32 × 40000 (`docs/format/filters.md`, "Chunking"; checked on libtiledb's tiles).
         let r = fixed_chunk_ranges(160_000, 4).unwrap();
         assert_eq!(lens(&r), [65536, 65536, 28928]);
         assert_eq!(r[2], 131_072..160_000);
@@ -275,7 +276,8 @@ mod tests {
 
     #[test]
     fn var_verified_example() {
-        // 1000-byte cells with one 70000-byte cell (format-core §2.3, VERIFIED).
+        // 1000-byte cells with one 70000-byte cell (`docs/format/filters.md`, "Chunking";
+        // checked on libtiledb's tiles).
         let mut cells = vec![1000u64; 100];
         cells.push(70_000);
         cells.extend([1000; 99]);

@@ -1,4 +1,4 @@
-//! The chunk framing of a filtered tile (format-core §2.2):
+//! The chunk framing of a filtered tile (`docs/format/filters.md`, "Chunk framing"):
 //!
 //! ```text
 //! u64 num_chunks

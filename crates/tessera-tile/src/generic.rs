@@ -1,7 +1,7 @@
-//! Generic tiles (format-core §2.1): a 34-byte header, the serialized header pipeline, then a
-//! filtered tile. Schema files, enumeration files, `__meta` files, group details and every
-//! part of fragment metadata are generic tiles; fragment metadata files hold several back to
-//! back, followed by a footer.
+//! Generic tiles (`docs/format/filters.md`, "Generic tiles"): a 34-byte header, the serialized
+//! header pipeline, then a filtered tile. Schema files, enumeration files, `__meta` files,
+//! group details and every part of fragment metadata are generic tiles; fragment metadata
+//! files hold several back to back, followed by a footer.
 
 use rayon::prelude::*;
 use tessera_filters::FilterPipeline;

@@ -10,7 +10,7 @@ use tessera_tile::{
 };
 use tessera_types::{Datatype, EncryptionType};
 
-/// Decompressed schema of the golden array `a1`, as format-core §5.1 prints it.
+/// Decompressed schema of the golden array `a1`, as `docs/format/schema.md` prints it.
 const A1_PAYLOAD: &str = "16000000 00 00 00 00 1027000000000000 | \
     00000100 01000000 02 05000000 02 ffffffff | 00000100 01000000 02 05000000 02 ffffffff | \
     00000100 01000000 04 05000000 04 ffffffff | 01000000 | \
@@ -18,7 +18,8 @@ const A1_PAYLOAD: &str = "16000000 00 00 00 00 1027000000000000 | \
     01000000 | 01000000 61 00 01000000 00000100 00000000 \
     0400000000000000 00000080 00 00 00 00000000 | 00000000 | 00000000 | 00000000 01";
 
-/// The header of `a1`'s schema file and its pipeline (format-core §2.1).
+/// The header of `a1`'s schema file and its pipeline (`docs/format/filters.md`, "Generic
+/// tiles").
 const A1_HEADER: &str = "16000000 6d00000000000000 a700000000000000 04 0100000000000000 00 12000000 \
     00000100 01000000 01 05000000 01 01000000";
 

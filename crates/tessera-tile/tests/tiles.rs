@@ -38,7 +38,7 @@ fn fixed_int32_tile_matches_libtiledb() {
     assert_eq!(codec.decode_exact(&tile, 160_000).unwrap(), data);
 }
 
-/// 3 × float32 cells × 20000 (VERIFIED in format-core §2.3 and again here).
+/// 3 × float32 cells × 20000 (`docs/format/filters.md`, "Chunking", and checked again here).
 #[test]
 fn fixed_multi_value_cells() {
     let codec = TileCodec::fixed_data(&none(), Datatype::Float32, 3, 22).unwrap();

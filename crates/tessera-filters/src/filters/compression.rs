@@ -636,8 +636,9 @@ mod tests {
         assert_eq!(dd.unwrap(), IntKind::U32);
     }
 
-    /// A generic tile's pipeline and chunk, as format-core §2.1 shows them: md part table
-    /// `00000000 01000000 a7000000 49000000` and a level-1 zlib stream.
+    /// A generic tile's pipeline and chunk, as `docs/format/filters.md` ("Generic tiles")
+    /// shows them: md part table `00000000 01000000 a7000000 49000000` and a level-1 zlib
+    /// stream.
     #[test]
     fn generic_tile_pipeline_writes_level_one_zlib() {
         let p = FilterPipeline::generic_tile();

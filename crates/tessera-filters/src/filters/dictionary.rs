@@ -177,7 +177,8 @@ mod tests {
         ])
     }
 
-    /// format-core §3.3's worked example, which is also the libtiledb 2.30 tile.
+    /// The worked example of `docs/format/filters.md` (the string path), which is also the
+    /// libtiledb 2.30 tile.
     #[test]
     fn matches_the_worked_example() {
         let (data, offsets) = example();

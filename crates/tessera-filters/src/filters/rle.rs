@@ -457,7 +457,8 @@ mod tests {
         assert_eq!(out, [b'k', 1, 2, 1, 2, 1, 2]);
     }
 
-    /// format-core §3.3: cells "aa","aa","aa","bcd","bcd","","e"×300,"aa".
+    /// `docs/format/filters.md` (the string path):
+    /// cells "aa","aa","aa","bcd","bcd","","e"×300,"aa".
     fn example() -> (Vec<u8>, Vec<u64>) {
         let cells: Vec<Vec<u8>> = vec![
             b"aa".to_vec(),

@@ -114,7 +114,7 @@ pub struct QueryCondition {
 }
 
 impl QueryCondition {
-    /// Parses `text` (the `--where` grammar of `shared/cli.md`) and resolves it against
+    /// Parses `text` (the `--where` grammar of `docs/cli.md`) and resolves it against
     /// `schema`: each field is an attribute or a dimension, each value is typed by its field
     /// (by the enumeration's values for an enumeration attribute, whose labels are mapped to
     /// codes with `enumerations`).

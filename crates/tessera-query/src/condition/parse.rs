@@ -1,4 +1,4 @@
-//! Text to syntax tree: the `--where` grammar of `shared/cli.md`.
+//! Text to syntax tree: the `--where` grammar of `docs/cli.md`.
 //!
 //! ```text
 //! condition  := or

@@ -1,5 +1,6 @@
 //! Tile pruning from fragment metadata: whether any cell of a tile can satisfy a condition,
-//! judged from the tile's min, max and null count (format-fragments.md §1.6–§1.8).
+//! judged from the tile's min, max and null count (`docs/format/fragment-metadata.md`, "Tile
+//! statistics").
 //!
 //! The answer is conservative: `false` only when no cell can match. libtiledb's metadata
 //! generator has quirks that make some statistics unreliable, so

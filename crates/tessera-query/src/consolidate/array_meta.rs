@@ -1,6 +1,6 @@
 //! Array metadata consolidation (`sm.consolidation.mode = array_meta`): the metadata files
 //! visible in the consolidation's timestamp range merged into one, as libtiledb 2.30's
-//! `ArrayMetaConsolidator` does (format-fragments.md §3.7).
+//! `ArrayMetaConsolidator` does (`docs/format/metadata.md`).
 //!
 //! * The inputs are the `__meta/` files an array opened at the range `[start, end]` loads
 //!   ([`ArrayMetadata::load`]: fully inside the range, not vacuumed, by timestamp); the range

@@ -1,6 +1,7 @@
 //! Commit consolidation (`sm.consolidation.mode = commits`): every commit file of the array
 //! gathered into one `__commits/<name>.con` file, as libtiledb 2.30's `CommitsConsolidator`
-//! and `Consolidator::write_consolidated_commits_file` do (format-fragments.md §3.4).
+//! and `Consolidator::write_consolidated_commits_file` do (`docs/format/commits-and-names.md`,
+//! "`.con`").
 //!
 //! The list of commits (`ArrayDirectory::load_commits_uris_to_consolidate`, directory mode
 //! `COMMITS`):

@@ -1,6 +1,7 @@
 //! Fragment metadata consolidation (`sm.consolidation.mode = fragment_meta`): the footers of
 //! the fragments the array shows gathered into one `__fragment_meta/<name>.meta` file, as
-//! libtiledb 2.30's `FragmentMetaConsolidator` does (format-fragments.md §3.6).
+//! libtiledb 2.30's `FragmentMetaConsolidator` does (`docs/format/commits-and-names.md`,
+//! "`__fragment_meta/`: consolidated footers").
 //!
 //! * The fragments are those of the array opened now (`[0, now]`; the consolidation's
 //!   timestamp range does not apply, as in libtiledb), oldest first, with a format

@@ -1,4 +1,5 @@
-//! Fragment consolidation (`FragmentConsolidator` in libtiledb 2.30, format-fragments.md §6.1):
+//! Fragment consolidation (`FragmentConsolidator` in libtiledb 2.30,
+//! `docs/format/commits-and-names.md`, "Consolidation"):
 //! the fragments of a timestamp range become one fragment named
 //! `__<first t1>_<last t2>_<label>_22`, committed, then a `.vac` file names the merged ones
 //! so that readers skip them until they are vacuumed.

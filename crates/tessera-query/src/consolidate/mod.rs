@@ -1,4 +1,4 @@
-//! Consolidation and vacuum (format-fragments.md §3 and §6), compatible with libtiledb 2.30 in
+//! Consolidation and vacuum (`docs/format/commits-and-names.md`), compatible with libtiledb 2.30 in
 //! both directions: what Tessera consolidates libtiledb reads, and the other way round.
 //!
 //! [`consolidate`] runs one mode on an array:

@@ -1,7 +1,7 @@
 //! Vacuum (`sm.vacuum.mode`): removing what a consolidation made obsolete, exactly what
-//! libtiledb 2.30 removes (format-fragments.md §6.2). Every mode looks at the whole array
-//! (libtiledb lists it over `[0, u64::MAX]`, or `[0, now]` for commits); a vacuum has no
-//! timestamp range.
+//! libtiledb 2.30 removes (`docs/format/commits-and-names.md`, "Vacuum"). Every mode looks
+//! at the whole array (libtiledb lists it over `[0, u64::MAX]`, or `[0, now]` for commits);
+//! a vacuum has no timestamp range.
 //!
 //! * [`Mode::Fragments`] (`FragmentConsolidator::vacuum`): the fragments listed by the
 //!   `__commits/*.vac` files of fragment consolidations, among the committed ones (named by a

@@ -218,7 +218,7 @@ impl<'a> ReadQuery<'a> {
         self
     }
 
-    /// [`Self::condition`] from the `--where` text of `shared/cli.md` (e.g.
+    /// [`Self::condition`] from the `--where` text of `docs/cli.md` (e.g.
     /// `a > 5 and (b == 'x' or c is null)`), parsed against the array's schema and
     /// enumerations when the read runs; a parse error is reported by [`Self::execute`] /
     /// [`Self::batches`] as [`Error::Condition`].

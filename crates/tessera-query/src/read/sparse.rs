@@ -362,7 +362,7 @@ pub(crate) struct SparseReader<'a> {
 impl<'a> SparseReader<'a> {
     /// Prepares a sparse read of `out` over `subarray` in `layout`, keeping the cells that
     /// pass `filter`. Multi-range subarrays return each cell once, in any layout (libtiledb
-    /// refuses them in global order; cli.md asks for them).
+    /// refuses them in global order; `docs/cli.md` asks for them).
     ///
     /// # Errors
     /// Storage and metadata errors loading R-trees, tile offsets, processed conditions and

@@ -1,6 +1,6 @@
-//! Tile metadata of fragments (tile mins, maxs, sums and null counts, format-fragments.md
-//! §1.6–§1.8) as reads use it: to skip tiles no cell of which can satisfy a query condition,
-//! and to answer aggregates over whole tiles without decoding them.
+//! Tile metadata of fragments (tile mins, maxs, sums and null counts,
+//! `docs/format/fragment-metadata.md`) as reads use it: to skip tiles no cell of which can
+//! satisfy a query condition, and to answer aggregates over whole tiles without decoding them.
 //!
 //! libtiledb's metadata generator has quirks (see `tessera_fragment::stats`), so only what
 //! bounds the cells exactly is used: [`TileStats::from_metadata`] for pruning, and
@@ -137,10 +137,10 @@ impl FieldMeta {
         stats
     }
 
-    /// Whether the tile null counts count exactly the null cells of a tile (format-fragments
-    /// §1.8 and the generator's quirks: in dense fragments only fixed-size fields with
-    /// min/max; in sparse fragments fields with min/max and fixed-size fields of the types
-    /// the generator dispatches).
+    /// Whether the tile null counts count exactly the null cells of a tile
+    /// (`docs/format/fragment-metadata.md`, "Tile null counts", and the generator's quirks:
+    /// in dense fragments only fixed-size fields with min/max; in sparse fragments fields
+    /// with min/max and fixed-size fields of the types the generator dispatches).
     fn exact_null_counts(&self) -> bool {
         let i = &self.info;
         if !i.nullable {

@@ -3,7 +3,7 @@
 //! writes one fragment, and [`WriteQuery::begin`] starts a global-order write that takes its
 //! cells over several submissions ([`FragmentWrite`]).
 //!
-//! Writes follow libtiledb 2.30 (format-fragments.md §2 and §5):
+//! Writes follow libtiledb 2.30 (`docs/format/fragment-metadata.md`, "Data files"):
 //! * a dense write covers one subarray (one range per dimension), its cells given in row- or
 //!   col-major order of it, or in global order tile by tile (then the subarray must coincide
 //!   with space-tile bounds); tiles are whole space tiles, the cells not written padded with

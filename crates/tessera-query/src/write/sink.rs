@@ -1,6 +1,6 @@
 //! The files of one fragment being written: tiles are filtered on worker threads and appended
 //! to their data files as they come; the fragment metadata is built alongside and written at
-//! the end, then the `.wrt` commit (format-fragments.md §1–§3).
+//! the end, then the `.wrt` commit (`docs/format/fragment-metadata.md`).
 
 use std::ops::Range;
 

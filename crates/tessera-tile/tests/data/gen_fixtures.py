@@ -4,7 +4,7 @@ Run with a Python that has tiledb==0.36.1 (libtiledb 2.30.0):
     python gen_fixtures.py            # writes the *.tdb files next to this script
 
 Files written (every one is a verbatim copy of a file libtiledb wrote):
-  a1_schema.tdb        schema of the golden array `a1` of format-core.md §2.1 (one generic tile)
+  a1_schema.tdb        schema of the golden array `a1` of docs/format/schema.md, "A worked example" (one generic tile)
   m1_meta.tdb          array metadata with a 70000-byte value: a generic tile of two chunks
   srle_offsets.tdb     var ascii attribute with [RLE]: offsets tile (8 zero bytes) ...
   srle_var.tdb         ... and data tile (offset-free string path)

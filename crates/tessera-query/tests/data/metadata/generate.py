@@ -182,7 +182,7 @@ def value_text(raw):
 
 
 def meta_json(rows):
-    """`tessera meta list --json` (cli.md) of libtiledb's rows, as compact text: numbers as a
+    """`tessera meta list --json` (docs/cli.md) of libtiledb's rows, as compact text: numbers as a
     list (bool as true/false, floats as the shortest text of their width, NaN and infinities as
     strings), text types as one string (UTF-16/32 decoded; `{"hex"}` when not decodable),
     blob / any / geom_wkb as `{"hex"}`; keys decoded as UTF-8 with U+FFFD for invalid bytes.

@@ -8,7 +8,7 @@ writes `expected.jsonl` next to this file: one query per line, `{"id", "array", 
 cells as cells-JSONL objects in libtiledb's order (raw result buffers, never reshaped).
 
 Sparse multi-range queries are not asked in row-/col-major order here: libtiledb returns a
-cell once per range it lies in there, where Tessera (cli.md) returns each cell once; they are
+cell once per range it lies in there, where Tessera (docs/cli.md) returns each cell once; they are
 checked in Rust against the full read instead.
 """
 
@@ -58,7 +58,7 @@ QUERIES = [
 
 
 def decode(dtype, cvn, raw):
-    """One cell's bytes as a cells-JSONL value (cli.md)."""
+    """One cell's bytes as a cells-JSONL value (docs/cli.md)."""
     if dtype.kind in "US" or dtype == np.dtype("S1"):
         try:
             return raw.decode()
