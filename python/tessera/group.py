@@ -1,0 +1,183 @@
+"""Groups as tiledb-py has them: `Group` (create, open, add, remove, members, metadata) and
+`Object`, the member entries."""
+
+from __future__ import annotations
+
+from . import _tessera
+from ._tessera import TileDBError
+from .metadata import Metadata
+
+
+class Object:
+    """A TileDB object: its URI, its type (`tiledb.Array` or `tiledb.Group`) and its name in
+    a group."""
+
+    def __init__(self, type, uri: str, name: str | None = None):
+        self._type = type
+        self._uri = uri
+        self._name = name
+
+    @property
+    def type(self):
+        return self._type
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def name(self):
+        return self._name
+
+    def __repr__(self) -> str:
+        if self._name:
+            return f"{self._type.__name__}(uri={self._uri!r}, name={self._name!r})"
+        return f"{self._type.__name__}(uri={self._uri!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Object) and (self._type, self._uri, self._name) == (other._type, other._uri, other._name)
+
+
+def _type_class(name: str):
+    from .array import Array
+
+    return Array if name == "array" else Group
+
+
+class Group:
+    """A group, open for reading (``mode='r'``) or writing (``'w'``: additions, removals and
+    metadata are written when it is closed)."""
+
+    def __init__(self, uri: str, mode: str = "r", config=None, ctx=None, timestamp=None):
+        if mode not in ("r", "w", "m"):
+            raise TileDBError(f"invalid mode {mode!r} for a group")
+        self._uri = str(uri)
+        if _tessera.object_type(self._uri) != "group":
+            raise TileDBError(f"[TileDB::Group] Error: Cannot open group; Group does not exist: {uri}")
+        self._mode = mode
+        self._timestamp = timestamp
+        self._adds: list = []
+        self._removes: list = []
+        self._pending_meta = None
+        self._meta = None
+        self._isopen = True
+        self._members = None
+
+    @staticmethod
+    def create(uri: str, ctx=None) -> None:
+        _tessera.group_create(str(uri))
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @property
+    def isopen(self) -> bool:
+        return self._isopen
+
+    def _range(self):
+        t = self._timestamp
+        if t is None:
+            return None, None
+        if isinstance(t, tuple):
+            return t
+        return None, int(t)
+
+    def _meta_range(self):
+        start, end = self._range()
+        return (start or 0), (end if end is not None else 2**64 - 1)
+
+    def _load(self):
+        if self._members is None:
+            start, end = self._range()
+            self._members = _tessera.group_members(self._uri, start, end)
+        return self._members
+
+    def _objects(self):
+        return [Object(_type_class(t), resolved, name) for name, _stored, resolved, t, _rel in self._load()]
+
+    def add(self, uri: str, name: str | None = None, relative: bool = False, type=None) -> None:
+        if self._mode != "w":
+            raise TileDBError("the group must be open for writing to add members")
+        kind = None
+        if type is not None:
+            from .array import Array
+
+            kind = "array" if (type is Array or (isinstance(type, str) and type == "array")) else "group"
+        self._adds.append((str(uri), name, bool(relative), kind))
+
+    def remove(self, member: str) -> None:
+        if self._mode != "w":
+            raise TileDBError("the group must be open for writing to remove members")
+        self._removes.append(str(member))
+
+    def __getitem__(self, member):
+        objs = self._objects()
+        if isinstance(member, int):
+            return objs[member]
+        for o in objs:
+            if o.name == member or o.uri == member:
+                return o
+        raise KeyError(f"{member!r} is not a member of the group {self._uri}")
+
+    def __contains__(self, member) -> bool:
+        return any(o.name == member or o.uri == member for o in self._objects())
+
+    def __iter__(self):
+        return iter(self._objects())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def has_member(self, name: str) -> bool:
+        return name in self
+
+    @property
+    def meta(self) -> Metadata:
+        if self._meta is None:
+            self._meta = Metadata(self)
+        return self._meta
+
+    def close(self) -> None:
+        if self._mode == "w" and (self._adds or self._removes or self._pending_meta):
+            pending = self._pending_meta or {}
+            puts = [(k.encode("utf-8"), t, raw) for k, v in pending.items() if v is not None for t, raw in [v]]
+            deletes = [k.encode("utf-8") for k, v in pending.items() if v is None]
+            start, end = self._range()
+            _tessera.group_update(self._uri, self._adds, self._removes, puts, deletes, end)
+        self._adds, self._removes, self._pending_meta = [], [], None
+        self._isopen = False
+
+    def open(self, mode: str = "r") -> None:
+        self._mode = mode
+        self._members = None
+        self._meta = None
+        self._isopen = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self) -> str:
+        lines = [f"{self._uri} GROUP"]
+        for o in self._objects():
+            lines.append(f"|-- {o.name or o.uri} {o.type.__name__.upper()}")
+        return "\n".join(lines)
+
+    @staticmethod
+    def delete_group(uri: str, recursive: bool = False, ctx=None) -> None:
+        raise _tessera.NotSupportedError("deleting groups is not supported yet")
+
+    @staticmethod
+    def consolidate_metadata(uri: str, config=None, ctx=None) -> None:
+        _tessera.consolidate(str(uri), "array_meta")
+
+    @staticmethod
+    def vacuum_metadata(uri: str, config=None, ctx=None) -> None:
+        _tessera.vacuum(str(uri), "array_meta")
