@@ -145,7 +145,7 @@ def assert_same(actual, expected, path="result"):
         )
         if isinstance(expected, np.floating) and np.isnan(expected):
             assert np.isnan(actual), f"{path}: {actual!r} != nan"
-        elif isinstance(expected, np.datetime64) and np.isnat(expected):
+        elif isinstance(expected, (np.datetime64, np.timedelta64)) and np.isnat(expected):
             assert np.isnat(actual), f"{path}: {actual!r} != NaT"
         else:
             assert actual == expected, f"{path}: {actual!r} != {expected!r}"
