@@ -24,7 +24,45 @@ from _helpers import ENGINE_NAME, IS_REFERENCE  # noqa: E402
 import _helpers  # noqa: E402
 
 
+def _fast_tiledb_default_ctx():
+    # libtiledb allocates (and zeroes) tens of MB of buffers per field for a
+    # consolidation by default, which makes consolidating a tiny array take
+    # seconds; smaller buffers change nothing else.
+    import tiledb
+
+    tiledb.default_ctx({"sm.consolidation.buffer_size": "1000000"})
+
+
+_fast_tiledb_default_ctx()
+
+
+_SHM_BASETEMP = None
+
+
+def _use_shm_basetemp(config):
+    """Arrays under /dev/shm (tmpfs) unless --basetemp is given or
+    TESSERA_TEST_NO_SHM is set: the suite creates and removes thousands of
+    small files, which on a busy disk costs more than all the reads."""
+    global _SHM_BASETEMP
+    if config.option.basetemp or os.environ.get("TESSERA_TEST_NO_SHM"):
+        return
+    if not (os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK)):
+        return
+    import tempfile
+
+    _SHM_BASETEMP = tempfile.mkdtemp(prefix="tessera-tests-", dir="/dev/shm")
+    config.option.basetemp = os.path.join(_SHM_BASETEMP, "t")
+
+
+def pytest_unconfigure(config):
+    if _SHM_BASETEMP:
+        import shutil
+
+        shutil.rmtree(_SHM_BASETEMP, ignore_errors=True)
+
+
 def pytest_configure(config):
+    _use_shm_basetemp(config)
     config.addinivalue_line(
         "markers", "tessera_only: engine-only feature, skipped when the engine is tiledb"
     )

@@ -10,7 +10,9 @@ from _helpers import assert_same, engine, tiledb
 
 
 def _members(G):
-    return [(m.uri, m.type.__name__, m.name) for m in G]
+    # libtiledb keeps group members in a hash map: their order is not defined
+    # (it changes with the uris); compare them sorted
+    return sorted(((m.uri, m.type.__name__, m.name) for m in G), key=repr)
 
 
 def _describe(uri):
@@ -19,7 +21,7 @@ def _describe(uri):
         return {
             "len": len(G),
             "members": _members(G),
-            "repr": repr(G),
+            "repr": sorted(repr(G).splitlines()),
             "meta": {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in G.meta.items()},
         }
 
@@ -59,15 +61,15 @@ def test_group_contents(tmp_path, direction):
     with rmod.Group(g) as G, tiledb.Group(g) as R:
         assert len(G) == len(R) == 4
         assert _members(G) == _members(R)
-        assert [m.type.__name__ for m in G] == ["Array", "Array", "Group", "Array"]
+        assert sorted(m.type.__name__ for m in G) == ["Array", "Array", "Array", "Group"]
         assert G.uri == R.uri
         assert G.isopen
         assert "first" in G and "sub" in G and "zz" not in G
         assert G["first"].uri == R["first"].uri
         assert G["first"].name == "first"
-        assert G[0].uri == R[0].uri and G[3].name is None
+        assert sorted((G[i].uri, repr(G[i].name)) for i in range(4)) == sorted((R[i].uri, repr(R[i].name)) for i in range(4))
         assert G.is_relative("first") and not G.is_relative("second")
-        assert repr(G) == repr(R)
+        assert sorted(repr(G).splitlines()) == sorted(repr(R).splitlines())
         assert G["sub"].type is rmod.Group
         assert G["first"].type is rmod.Array
         assert_same(
@@ -91,12 +93,12 @@ def test_remove_members(tmp_path):
             G.remove("first")  # by name
             G.remove(os.path.join(root, "a2"))  # by uri: the unnamed member
         d = _describe(g)
-        outs.append([(u.replace(root, "ROOT"), t, n) for u, t, n in d["members"]])
+        outs.append(sorted([(u.replace(root, "ROOT"), t, n) for u, t, n in d["members"]], key=repr))
         with mod.Group(g, "w") as G:
             G.remove("sub")
         assert len(_describe(g)["members"]) == 1
     assert outs[1] == outs[0]
-    assert [n for _, _, n in outs[0]] == ["second", "sub"]
+    assert sorted(n for _, _, n in outs[0]) == ["second", "sub"]
 
 
 def test_object_type_and_exists(tmp_path):
