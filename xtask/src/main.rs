@@ -34,7 +34,9 @@
 //!   stopped by the script) read through `s3://` URIs by `tessera`, and the other way round
 //!   (`xtask/fixtures/check_s3.py`).
 //! * `test`: `cargo test --workspace` (with `TESSERA_S3_TESTS=1`, so the object-store tests
-//!   run against moto from the venv), then `conformance`, then the benchmarks' checks
+//!   run against moto from the venv), then the doc check (`cargo doc --workspace --no-deps`
+//!   with rustdoc warnings denied: broken intra-doc links fail), then `conformance`, then the
+//!   benchmarks' checks
 //!   (`cargo bench --no-run` of the criterion benchmarks, and `bench --smoke --runs 1`: every workload once on
 //!   tiny arrays, both engines' results compared, nothing timed against a limit). This is the
 //!   project's test command.
@@ -78,8 +80,18 @@ mod writes;
 /// tests (`TESSERA_S3_TESTS=1`): `moto[s3]` with the two packages its server needs, not
 /// `moto[server]`, which pulls in every AWS service's dependencies (several hundred MB that
 /// a CI machine short of disk could not hold).
-const REFERENCE_PACKAGES: &[&str] =
-    &["tiledb==0.36.1", "numpy==2.4.6", "moto[s3]==5.2.5", "flask==3.1.3", "flask-cors==6.0.5"];
+/// pytest, pandas (tiledb-py's dataframes need pandas < 3) and pyarrow run the Python
+/// package's tests (`python/tests`) against tiledb-py.
+const REFERENCE_PACKAGES: &[&str] = &[
+    "tiledb==0.36.1",
+    "numpy==2.4.6",
+    "moto[s3]==5.2.5",
+    "flask==3.1.3",
+    "flask-cors==6.0.5",
+    "pytest==9.2.0",
+    "pandas==2.3.3",
+    "pyarrow==26.0.1",
+];
 /// Checked after installation: (tiledb-py version, libtiledb version).
 const EXPECTED_VERSIONS: &str = "0.36.1 2.30.0";
 /// Written into the venv once it is complete; holds the package list it was built from.
@@ -190,7 +202,7 @@ enum Cmd {
         /// Stop each target after this many seconds, whatever the count.
         #[arg(long, value_name = "S")]
         max_time: Option<u64>,
-        /// Only write the seed corpora (fuzz/corpus/<target>/seed-*).
+        /// Only write the seed corpora (`fuzz/corpus/<target>/seed-*`).
         #[arg(long)]
         seed_only: bool,
     },
@@ -252,8 +264,10 @@ fn real_main() -> Result<()> {
             // The object-store tests start moto's S3 server from the venv on loopback.
             cmd.env("TESSERA_S3_TESTS", "1").env("TESSERA_S3_PYTHON", &python);
             run(&mut cmd, "cargo test --workspace")?;
+            doc_check(&root)?;
             conformance(&root, &[])?;
             bench_checks(&root)?;
+            python_checks(&root, &python)?;
         }
         Cmd::Crash { kills, cells, seed } => crash(&root, kills, cells, seed)?,
         Cmd::BadCorpus => bad::bad_corpus(&root)?,
@@ -290,8 +304,46 @@ fn crash(root: &Path, kills: u64, cells: u64, seed: Option<u64>) -> Result<()> {
     run(&mut cmd, "the crash harness (cargo test --release -p tessera-cli --test crash)")
 }
 
+/// Where the Python extension is built (its own target folder: the crate is outside the
+/// workspace, with its own lock file and release profile).
+const PYTHON_TARGET: &str = "target/py";
+
+/// The Python part of `cargo xtask test`: `pip install ./python` into the reference venv (a
+/// release build of crates/tessera-py by maturin, as a user installs it), then the pytest
+/// suite of `python/tests`, which compares the package with tiledb-py on the same arrays.
+fn python_checks(root: &Path, python: &Path) -> Result<()> {
+    println!("xtask: pip install ./python (release build of the extension)");
+    let mut cmd = Command::new(python);
+    cmd.current_dir(root)
+        .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input"])
+        .args(["--progress-bar", "off", "--force-reinstall", "--no-deps", "./python"])
+        .env("CARGO_TARGET_DIR", root.join(PYTHON_TARGET));
+    run(&mut cmd, "pip install ./python")?;
+    println!("xtask: python -m pytest python/tests");
+    let mut cmd = Command::new(python);
+    cmd.current_dir(root)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "python/tests"])
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    run(&mut cmd, "pytest python/tests")
+}
+
 /// The packages with criterion benchmarks (`benches/`).
 const BENCH_PACKAGES: &[&str] = &["tessera-filters", "tessera-rtree", "tessera-query"];
+
+/// The documentation check of `cargo xtask test`: `cargo doc --workspace --no-deps` with
+/// rustdoc's warnings denied, so that a broken intra-doc link (or any other rustdoc warning)
+/// in a doc comment fails the test command. Flags already in `RUSTDOCFLAGS` are kept.
+fn doc_check(root: &Path) -> Result<()> {
+    let flags = match std::env::var("RUSTDOCFLAGS") {
+        Ok(f) if !f.trim().is_empty() => format!("{f} -D warnings"),
+        _ => "-D warnings".to_owned(),
+    };
+    println!("xtask: RUSTDOCFLAGS=\"{flags}\" cargo doc --workspace --no-deps");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root).args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", flags);
+    run(&mut cmd, "cargo doc --workspace --no-deps")
+}
 
 /// The benchmarks' part of `cargo xtask test`: the criterion benchmarks compile (`cargo bench
 /// --no-run`), and every `cargo xtask bench` workload runs once at the smoke size in both

@@ -320,7 +320,7 @@ pub(crate) fn enumerations_for(array: &Array, projection: &Projection) -> Vec<Op
 /// batches stream one engine batch at a time, each about the memory budget.
 ///
 /// # Errors
-/// As [`arrow_schema`] and [`ReadQuery::batches`]; errors while reading come as items.
+/// As [`arrow_schema()`] and [`ReadQuery::batches`]; errors while reading come as items.
 pub fn read_batches<'a>(
     array: &'a Array,
     projection: &Projection,

@@ -252,7 +252,7 @@ fn kind(j: &Json) -> &'static str {
     }
 }
 
-/// A serde_json error as "<what> at column C" (the line is the caller's).
+/// A serde_json error as `"<what> at column C"` (the line is the caller's).
 fn json_error(e: &serde_json::Error) -> String {
     let text = e.to_string();
     let what = text.rsplit_once(" at line ").map_or(text.as_str(), |(w, _)| w);

@@ -23,7 +23,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Any other [`ObjectStore`](object_store::ObjectStore) (an in-memory one, a store wrapped
+//! Any other [`ObjectStore`] (an in-memory one, a store wrapped
 //! in object_store's throttling or limiting layers) works through
 //! [`ObjectStoreStorage::new`]. The trait is synchronous and object_store is async: every
 //! request runs on a tokio runtime this crate owns, on threads of its own, so the storage is

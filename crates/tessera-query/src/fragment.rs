@@ -44,7 +44,7 @@ impl Fragment {
         &self.name
     }
 
-    /// The folder of the fragment, relative to the array (see [`fragment_dir`]).
+    /// The folder of the fragment, relative to the array (see `fragment_dir`).
     pub fn dir(&self) -> String {
         fragment_dir(&self.name)
     }

@@ -3,7 +3,7 @@
 //!
 //! | versions | module | what differs |
 //! |---|---|---|
-//! | 1–4 | [`v1_v4`] | one datatype for the whole domain (stored before the dimension count); a dimension has no datatype, cell_val_num, filters or domain size of its own |
+//! | 1–4 | `v1_v4` | one datatype for the whole domain (stored before the dimension count); a dimension has no datatype, cell_val_num, filters or domain size of its own |
 //! | 5–22 | the crate's own parsers | (versions 5, 6, 7, 17, 18, 20, 22 add fields, handled inline) |
 //!
 //! Arrays of versions 1 to 9 keep their single schema in `__array_schema.tdb` at the array
