@@ -32,7 +32,7 @@ pub(crate) fn run(array: &Array, args: &AggregateArgs) -> Result<()> {
     let aggs: Vec<Aggregate> = args
         .aggs
         .iter()
-        .map(|a| Aggregate::parse(a).with_context(|| format!("--agg {a:?}")))
+        .map(|a| a.parse::<Aggregate>().with_context(|| format!("--agg {a:?}")))
         .collect::<Result<_>>()?;
     let mut q = with_ranges(array.schema(), array.read(), &args.ranges)?;
     if let Some(c) = &args.condition {
@@ -48,7 +48,7 @@ fn render(aggs: &[Aggregate], values: &[AggregateValue], json: bool) -> Result<S
     let mut parts = Vec::with_capacity(aggs.len());
     for (agg, v) in aggs.iter().zip(values) {
         let key = agg.to_string();
-        let value = serde_json::to_string(&v.to_json())?;
+        let value = v.to_string();
         parts.push(if json {
             format!("{}: {value}", serde_json::to_string(&key)?)
         } else {
@@ -64,7 +64,7 @@ mod tests {
 
     #[test]
     fn output_keeps_the_order_given() {
-        let aggs = [Aggregate::parse("sum(a)").unwrap(), Aggregate::count()];
+        let aggs = [Aggregate::sum("a"), Aggregate::count()];
         let values = [AggregateValue::Int(123), AggregateValue::UInt(4)];
         assert_eq!(render(&aggs, &values, true).unwrap(), r#"{"sum(a)": 123, "count": 4}"#);
         assert_eq!(render(&aggs, &values, false).unwrap(), "sum(a): 123, count: 4");

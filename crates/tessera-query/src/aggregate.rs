@@ -45,10 +45,11 @@
 //! Array::create(storage.clone(), &schema, &[])?;
 //! let array = Array::open(storage)?;
 //! // Nothing written: three fill values (i32::MIN).
-//! let aggs = [Aggregate::parse("count")?, Aggregate::parse("min(a)")?];
+//! let aggs = [Aggregate::count(), "min(a)".parse()?];
 //! let values = array.read().range_i64("x", 2, 4).aggregate(&aggs)?;
 //! assert_eq!(values[0], AggregateValue::UInt(3));
-//! assert_eq!(values[1].to_json(), serde_json::json!(i32::MIN));
+//! assert_eq!(values[1].as_f64(), Some(f64::from(i32::MIN)));
+//! assert_eq!(values[1].to_string(), i32::MIN.to_string());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -117,14 +118,52 @@ impl Aggregate {
         Aggregate { op, field: Some(field.into()) }
     }
 
+    /// `sum(field)`.
+    pub fn sum(field: impl Into<String>) -> Self {
+        Self::of(AggregateOp::Sum, field)
+    }
+
+    /// `min(field)`.
+    pub fn min(field: impl Into<String>) -> Self {
+        Self::of(AggregateOp::Min, field)
+    }
+
+    /// `max(field)`.
+    pub fn max(field: impl Into<String>) -> Self {
+        Self::of(AggregateOp::Max, field)
+    }
+
+    /// `mean(field)`.
+    pub fn mean(field: impl Into<String>) -> Self {
+        Self::of(AggregateOp::Mean, field)
+    }
+
+    /// `null_count(field)` (of a nullable attribute).
+    pub fn null_count(field: impl Into<String>) -> Self {
+        Self::of(AggregateOp::NullCount, field)
+    }
+
+    /// Parses an aggregate as [`FromStr`](std::str::FromStr) does (`text.parse()`).
+    ///
+    /// # Errors
+    /// As `from_str`.
+    pub fn parse(text: &str) -> Result<Self> {
+        text.parse()
+    }
+}
+
+impl std::str::FromStr for Aggregate {
+    type Err = Error;
+
     /// Parses `count` (or `count()`), `sum(f)`, `min(f)`, `max(f)`, `mean(f)` or
-    /// `null_count(f)` (spaces around the parts allowed; the field name, of an attribute or
-    /// a dimension, is taken as written between the parentheses).
+    /// `null_count(f)`, the forms of `tessera aggregate --agg` (spaces around the parts
+    /// allowed; the field name, of an attribute or a dimension, is taken as written between
+    /// the parentheses); the inverse of [`Display`](fmt::Display).
     ///
     /// # Errors
     /// [`Error::InvalidQuery`] for an unknown operation, a missing or unexpected field, or
     /// unbalanced parentheses.
-    pub fn parse(text: &str) -> Result<Self> {
+    fn from_str(text: &str) -> Result<Self> {
         let bad = |why: &str| Error::InvalidQuery(format!("aggregate {text:?}: {why}"));
         let t = text.trim();
         let (name, arg) = match t.find('(') {
@@ -189,6 +228,35 @@ pub enum AggregateValue {
 }
 
 impl AggregateValue {
+    /// The value as a number: counts, sums and means, and minimums and maximums of number,
+    /// datetime and time fields (one value per cell); `None` for null and for text or
+    /// multi-value minimums and maximums.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            AggregateValue::Null => None,
+            AggregateValue::UInt(v) => Some(*v as f64),
+            AggregateValue::Int(v) => Some(*v as f64),
+            AggregateValue::Float(v) => Some(*v),
+            AggregateValue::Value { datatype, cell_val_num, bytes } => {
+                if *cell_val_num != 1 || bytes.len() != datatype.size() {
+                    return None;
+                }
+                Some(match Num::of(*datatype)? {
+                    Num::I8 => f64::from(i8::read_le(bytes)),
+                    Num::U8 => f64::from(u8::read_le(bytes)),
+                    Num::I16 => f64::from(i16::read_le(bytes)),
+                    Num::U16 => f64::from(u16::read_le(bytes)),
+                    Num::I32 => f64::from(i32::read_le(bytes)),
+                    Num::U32 => f64::from(u32::read_le(bytes)),
+                    Num::I64 => i64::read_le(bytes) as f64,
+                    Num::U64 => u64::read_le(bytes) as f64,
+                    Num::F32 => f64::from(f32::read_le(bytes)),
+                    Num::F64 => f64::read_le(bytes),
+                })
+            }
+        }
+    }
+
     /// The value as the JSON of `tessera aggregate --json`: integers, floats (as in cells
     /// JSONL: `"NaN"`, `"Infinity"` as strings), minimums and maximums as cells JSONL prints
     /// the attribute's values, null.
@@ -202,6 +270,14 @@ impl AggregateValue {
                 cell_json(*datatype, *cell_val_num, bytes)
             }
         }
+    }
+}
+
+impl fmt::Display for AggregateValue {
+    /// The value as `tessera aggregate` prints it: the JSON text of [`Self::to_json`]
+    /// (`null`, `4`, `2.5`, `"NaN"`, `"abc"`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_json())
     }
 }
 
@@ -1001,6 +1077,64 @@ mod tests {
         for bad in ["sum", "sum()", "count(a)", "avg(a)", "sum(a", ""] {
             assert!(Aggregate::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn constructors_match_the_text_forms() {
+        let built = [
+            Aggregate::count(),
+            Aggregate::sum("a"),
+            Aggregate::min("a"),
+            Aggregate::max("a"),
+            Aggregate::mean("a"),
+            Aggregate::null_count("a"),
+        ];
+        for agg in built {
+            let text = agg.to_string();
+            assert_eq!(text.parse::<Aggregate>().unwrap(), agg, "{text}");
+        }
+        assert_eq!("sum(a)".parse::<Aggregate>().unwrap(), Aggregate::sum("a"));
+        let err = "median(a)".parse::<Aggregate>().unwrap_err();
+        assert!(matches!(err, Error::InvalidQuery(_)), "{err}");
+    }
+
+    #[test]
+    fn values_as_numbers_and_text() {
+        let value = |datatype, bytes: &[u8]| AggregateValue::Value {
+            datatype,
+            cell_val_num: 1,
+            bytes: bytes.to_vec(),
+        };
+        let cases = [
+            (AggregateValue::Null, None, "null"),
+            (AggregateValue::UInt(4), Some(4.0), "4"),
+            (AggregateValue::Int(-3), Some(-3.0), "-3"),
+            (AggregateValue::Float(2.5), Some(2.5), "2.5"),
+            (AggregateValue::Float(2.0), Some(2.0), "2.0"),
+            (value(Datatype::Int16, &(-7i16).to_le_bytes()), Some(-7.0), "-7"),
+            (
+                value(Datatype::UInt64, &u64::MAX.to_le_bytes()),
+                Some(u64::MAX as f64),
+                "18446744073709551615",
+            ),
+            (value(Datatype::Float32, &0.5f32.to_le_bytes()), Some(0.5), "0.5"),
+            (value(Datatype::DatetimeMs, &5i64.to_le_bytes()), Some(5.0), "5"),
+            (
+                AggregateValue::Value {
+                    datatype: Datatype::StringAscii,
+                    cell_val_num: CELL_VAL_NUM_VAR,
+                    bytes: b"abc".to_vec(),
+                },
+                None,
+                "\"abc\"",
+            ),
+        ];
+        for (v, number, text) in cases {
+            assert_eq!(v.as_f64(), number, "{v:?}");
+            assert_eq!(v.to_string(), text, "{v:?}");
+        }
+        assert!(AggregateValue::Float(f64::NAN).as_f64().unwrap().is_nan());
+        assert_eq!(AggregateValue::Float(f64::NAN).to_string(), "\"NaN\"");
     }
 
     #[test]

@@ -124,6 +124,22 @@ pub enum Error {
     /// out of global order); the array is unchanged.
     #[error("invalid write: {0}")]
     InvalidWrite(String),
+    /// A column read through a typed accessor ([`Column::values`](crate::Column::values),
+    /// [`Column::strings`](crate::Column::strings), ...) as a Rust type or a kind of cell it
+    /// does not hold: a number type of another size or kind than the column's datatype, the
+    /// values of var-sized cells, strings of a column that holds no text, text that is not
+    /// UTF-8.
+    #[error("column {column:?} of type {datatype} cannot be read as {asked}: {reason}")]
+    TypeMismatch {
+        /// The column's name.
+        column: String,
+        /// The column's datatype.
+        datatype: tessera_types::Datatype,
+        /// What was asked for: a Rust type (`i32`, `f64`, ...) or `strings`.
+        asked: String,
+        /// What the column holds instead, and how to read it.
+        reason: String,
+    },
     /// A query condition that does not parse, does not fit the schema, or that libtiledb
     /// would refuse (to evaluate, or to store as a delete).
     #[error(

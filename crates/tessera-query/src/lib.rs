@@ -46,5 +46,5 @@ pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};
 pub use group::{Group, GroupMember, GroupWriter};
 pub use object::{ObjectType, object_type};
 pub use read::{Batches, ReadQuery};
-pub use result::{Column, ReadResult};
+pub use result::{CellValue, Column, ReadResult};
 pub use write::{FragmentWrite, WriteQuery};

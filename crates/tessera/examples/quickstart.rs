@@ -62,27 +62,15 @@ fn main() -> Result<(), Box<dyn Error>> {
         .range_i64("col", 1, 1000)
         .where_text("temperature > 24.0")
         .execute()?;
-    let t = hot.column("temperature").expect("read");
-    let above = (0..t.len())
-        .filter(|&i| !f64::from_le_bytes(t.cell(i).unwrap().try_into().unwrap()).is_nan())
-        .count();
+    let above = hot.values::<f64>("temperature")?.iter().filter(|t| !t.is_nan()).count();
     println!(
         "dense: rows 100..=160 hold {} cells, {above} of them above 24 degrees (the others read as fill values)",
         hot.cell_num()
     );
-    let aggs = [
-        Aggregate::parse("count")?,
-        Aggregate::parse("mean(temperature)")?,
-        Aggregate::parse("max(temperature)")?,
-    ];
+    let aggs = [Aggregate::count(), Aggregate::mean("temperature"), "max(temperature)".parse()?];
     let values =
         array.read().range_i64("row", 1, 500).range_i64("col", 1, 1000).aggregate(&aggs)?;
-    println!(
-        "dense: count = {}, mean = {}, max = {}",
-        values[0].to_json(),
-        values[1].to_json(),
-        values[2].to_json()
-    );
+    println!("dense: count = {}, mean = {}, max = {}", values[0], values[1], values[2]);
 
     // A sparse array of named points on a plane, with an attribute per point.
     let sparse = folder.join("sparse");
@@ -121,13 +109,13 @@ fn main() -> Result<(), Box<dyn Error>> {
         .where_text("value >= 500.0")
         .execute()?;
     println!("sparse: {} points in [0, 999] x [0, 999] have value >= 500", found.cell_num());
-    if let Some(names) = found.column("name") {
-        for i in 0..found.cell_num().min(3) {
-            println!("sparse:   {}", String::from_utf8_lossy(names.cell(i).unwrap_or_default()));
-        }
+    let names = found.column("name").expect("read");
+    let values = found.values::<f64>("value")?;
+    for (name, value) in names.strings()?.zip(values.iter()).take(3) {
+        println!("sparse:   {name} = {value}");
     }
-    let sum = array.read().aggregate(&[Aggregate::parse("sum(value)")?])?;
-    println!("sparse: sum(value) over every point = {}", sum[0].to_json());
+    let sum = array.read().aggregate(&[Aggregate::sum("value")])?;
+    println!("sparse: sum(value) over every point = {}", sum[0]);
 
     println!("done: open {} with tessera or tiledb-py", folder.display());
     Ok(())

@@ -18,7 +18,7 @@
 //! // Nothing is written yet: a dense read of a subarray gives fill values (NaN for float64).
 //! let result = array.read().range_i64("rows", 1, 2).range_i64("cols", 1, 3).attributes(["a"]).execute()?;
 //! assert_eq!(result.cell_num(), 6);
-//! assert!(f64::from_le_bytes(result.column("a").unwrap().data[..8].try_into()?).is_nan());
+//! assert!(result.values::<f64>("a")?.iter().all(|v| v.is_nan()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -35,8 +35,8 @@ pub use tessera_filters::{Filter, FilterPipeline};
 pub use tessera_query::aggregate::{Aggregate, AggregateValue};
 pub use tessera_query::group::GroupCommit;
 pub use tessera_query::{
-    Array, Column, Error, Fragment, FragmentWrite, Group, GroupMember, GroupWriter, ObjectType,
-    ReadResult, Result, WriteQuery,
+    Array, CellValue, Column, Error, Fragment, FragmentWrite, Group, GroupMember, GroupWriter,
+    ObjectType, ReadResult, Result, WriteQuery,
 };
 pub use tessera_schema::{
     ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef,
