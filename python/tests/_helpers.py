@@ -31,6 +31,7 @@ __all__ = [
     "ENGINE_NAME",
     "assert_same",
     "read_both",
+    "read_many",
     "sort_result",
     "fragment_count",
     "WRITERS",
@@ -178,6 +179,17 @@ def read_both(uri, fn, **open_kwargs):
         actual = fn(E)
     assert_same(actual, expected)
     return expected
+
+
+def read_many(uri, *fns, **open_kwargs):
+    """read_both for several functions, opening each array once."""
+    out = []
+    with tiledb.open(uri, **open_kwargs) as R, engine.open(uri, **open_kwargs) as E:
+        for fn in fns:
+            expected = fn(R)
+            assert_same(fn(E), expected)
+            out.append(expected)
+    return out
 
 
 def sort_result(res, keys):

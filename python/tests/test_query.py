@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from _helpers import WRITERS, assert_same, engine, read_both, sort_result, tiledb
+from _helpers import WRITERS, assert_same, engine, read_both, read_many, sort_result, tiledb
 
 
 def _create_sparse(uri, mod):
@@ -230,9 +230,12 @@ SPARSE_CONDS = [
 
 @pytest.mark.parametrize("cond", SPARSE_CONDS)
 def test_sparse_cond(sparse, cond):
-    res = read_both(sparse, lambda A: A.query(cond=cond)[:])
-    read_both(sparse, lambda A: A.query(cond=cond, attrs=["a", "s"]).multi_index[10:70])
-    read_both(sparse, lambda A: A.query(cond=cond).df[:])
+    res, _, _ = read_many(
+        sparse,
+        lambda A: A.query(cond=cond)[:],
+        lambda A: A.query(cond=cond, attrs=["a", "s"]).multi_index[10:70],
+        lambda A: A.query(cond=cond).df[:],
+    )
     assert list(res.keys())[-2:] == ["x", "y"]
 
 
@@ -273,10 +276,13 @@ DENSE_CONDS = [
 @pytest.mark.parametrize("cond", DENSE_CONDS)
 def test_dense_cond(dense, cond):
     # cells failing the condition hold the fill value (or are masked)
-    read_both(dense, lambda A: A.query(cond=cond)[:])
-    read_both(dense, lambda A: A.query(cond=cond, attrs=["v", "n"])[1:4, 0:3])
-    read_both(dense, lambda A: A.query(cond=cond).multi_index[1:4, 0:3])
-    read_both(dense, lambda A: A.query(cond=cond).df[:])
+    read_many(
+        dense,
+        lambda A: A.query(cond=cond)[:],
+        lambda A: A.query(cond=cond, attrs=["v", "n"])[1:4, 0:3],
+        lambda A: A.query(cond=cond).multi_index[1:4, 0:3],
+        lambda A: A.query(cond=cond).df[:],
+    )
 
 
 def test_dense_subarray_cond(dense):
@@ -305,12 +311,15 @@ AGG_CASES = [
 
 @pytest.mark.parametrize("aggs", AGG_CASES, ids=[repr(a) for a in AGG_CASES])
 def test_sparse_agg(sparse, aggs):
-    read_both(sparse, lambda A: A.query().agg(aggs)[:])
-    read_both(sparse, lambda A: A.query().agg(aggs)[10:50])
-    read_both(sparse, lambda A: A.query(cond="a > 0").agg(aggs)[:])
-    read_both(sparse, lambda A: A.query().agg(aggs).multi_index[[slice(0, 10), slice(60, 70)]])
-    # empty selections: min/max give None (integers) or nan (floats)
-    read_both(sparse, lambda A: A.query(cond="a > 10000").agg(aggs)[:])
+    read_many(
+        sparse,
+        lambda A: A.query().agg(aggs)[:],
+        lambda A: A.query().agg(aggs)[10:50],
+        lambda A: A.query(cond="a > 0").agg(aggs)[:],
+        lambda A: A.query().agg(aggs).multi_index[[slice(0, 10), slice(60, 70)]],
+        # empty selections: min/max give None (integers) or nan (floats)
+        lambda A: A.query(cond="a > 10000").agg(aggs)[:],
+    )
 
 
 def test_agg_shapes(sparse):
@@ -364,10 +373,13 @@ def test_agg_string_forms(tmp_path, writer):
     ids=repr,
 )
 def test_dense_agg(dense, aggs):
-    read_both(dense, lambda A: A.query().agg(aggs)[:])
-    read_both(dense, lambda A: A.query().agg(aggs)[1:4, 2:5])
-    read_both(dense, lambda A: A.query(cond="i > 0").agg(aggs)[:])
-    read_both(dense, lambda A: A.query().agg(aggs).multi_index[1:3, 2:4])
+    read_many(
+        dense,
+        lambda A: A.query().agg(aggs)[:],
+        lambda A: A.query().agg(aggs)[1:4, 2:5],
+        lambda A: A.query(cond="i > 0").agg(aggs)[:],
+        lambda A: A.query().agg(aggs).multi_index[1:3, 2:4],
+    )
 
 
 @pytest.mark.tiledb_bug(
