@@ -108,7 +108,17 @@ def test_subarray_method(dense2d):
     read_both(dense2d, lambda A: A.subarray((slice(4, 6), slice(1, 3))))
     read_both(dense2d, lambda A: A.subarray((slice(4, 6), slice(1, 3)), attrs=["b"]))
     read_both(dense2d, lambda A: A.subarray((slice(4, 6), slice(1, 3)), coords=True))
-    read_both(dense2d, lambda A: A.subarray((slice(4, 6), slice(1, 3)), order="F"))
+
+
+@pytest.mark.tiledb_bug("order='F' reshapes the col-major cells as if they were row-major")
+def test_subarray_order_f(dense2d):
+    # The same cells in either order; 'F' only changes the memory layout.
+    with engine.open(dense2d) as E:
+        c = E.subarray((slice(4, 6), slice(1, 3)), order="C")
+        f = E.subarray((slice(4, 6), slice(1, 3)), order="F")
+        for k in ("a", "b", "s"):
+            np.testing.assert_array_equal(f[k], c[k])
+            assert f[k].flags.f_contiguous
 
 
 def test_domain_not_at_zero_unsigned(tmp_path, writer):
@@ -375,7 +385,7 @@ def test_col_major_array(tmp_path, writer):
         A[1:5, 0:3] = np.arange(12, dtype=np.int16).reshape(4, 3)
     read_both(uri, lambda A: A[:])
     read_both(uri, lambda A: A[2:4, 1:4])
-    read_both(uri, lambda A: A.query(order="F")[2:4, 1:4])
+    # (order="F" on dense reads: see test_subarray_order_f and test_query.py)
     read_both(uri, lambda A: A.query(order="G")[:, :]["a"].shape)
 
 

@@ -149,13 +149,33 @@ def test_sparse_order_u_as_sets(sparse):
             )
 
 
-@pytest.mark.parametrize("order", ["C", "F", "G"])
+@pytest.mark.parametrize("order", ["C", "G"])
 def test_dense_order(dense, order):
-    res = read_both(dense, lambda A: A.query(order=order)[:])
+    read_both(dense, lambda A: A.query(order=order)[:])
     read_both(dense, lambda A: A.query(order=order)[1:5, 2:4])
     read_both(dense, lambda A: A.query(order=order, coords=True)[1:5, 2:4])
-    if order == "F":
-        assert res["v"].flags.f_contiguous
+
+
+@pytest.mark.tiledb_bug(
+    "order='F' on a dense array: tiledb-py gives the column-major cells the "
+    "row-major shape (the values come out scrambled); the right result is the "
+    "order='C' result, Fortran-contiguous"
+)
+def test_dense_order_f(dense):
+    with engine.open(dense) as E:
+        for sel in (np.s_[:], np.s_[1:5, 2:4]):
+            c = E.query(order="C", coords=True)[sel]
+            f = E.query(order="F", coords=True)[sel]
+            assert list(f.keys()) == list(c.keys())
+            for k in c:
+                assert_same(f[k], c[k])
+                assert f[k].flags.f_contiguous
+
+
+def test_dense_order_f_df(dense):
+    # the .df path is right in tiledb-py: cells in column-major order with
+    # their coordinates
+    read_both(dense, lambda A: A.query(order="F").df[1:4, 2:4])
 
 
 def test_dense_order_u_raises(dense):
