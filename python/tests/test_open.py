@@ -294,3 +294,14 @@ def test_array_exists_and_object_type(dense_uri, sparse_uri, tmp_path):
     assert engine.object_type(dense_uri) == tiledb.object_type(dense_uri) == "array"
     assert engine.object_type(str(tmp_path / "nothing")) is None
     assert tiledb.object_type(str(tmp_path / "nothing")) is None
+
+
+@pytest.mark.tiledb_bug(
+    "repr of a closed SparseArray is the literal 'SparseArray(uri={self.uri}, "
+    "mode=closed)' (the f-string prefix is missing)"
+)
+def test_repr_closed(sparse_uri, dense_uri):
+    for u in (sparse_uri, dense_uri):
+        A = engine.open(u)
+        A.close()
+        assert u in repr(A) and "closed" in repr(A)

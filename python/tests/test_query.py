@@ -492,3 +492,25 @@ def test_return_incomplete_getitem(sparse):
     # with [] (no indexer) tiledb-py runs the query to completion and returns
     # the OrderedDict
     read_both(sparse, lambda A: A.query(return_incomplete=True)[:], config=SMALL_BUFFERS)
+
+
+@pytest.mark.tiledb_bug(
+    "query(attrs=[0, 3]): attributes by position are documented but raise "
+    "TypeError (ArraySchema.has_attr is called with an int)"
+)
+def test_attrs_by_position(sparse, dense):
+    with engine.open(sparse) as E:
+        assert_same(E.query(attrs=[0, 3])[10:40], E.query(attrs=["a", "s"])[10:40])
+    with engine.open(dense) as E:
+        assert_same(E.query(attrs=[1])[1:3], E.query(attrs=["i"])[1:3])
+
+
+@pytest.mark.tiledb_bug(
+    "negative numbers in an `in` list are rejected ('Incorrect type for "
+    "comparison value: UnaryOp'), though `a > -3` works"
+)
+def test_in_list_with_negative_values(sparse):
+    with tiledb.open(sparse) as R:
+        expected = R.query(cond="a == -30 or a == 21 or a == -3")[:]
+    with engine.open(sparse) as E:
+        assert_same(E.query(cond="a in [-30, 21, -3]")[:], expected)
