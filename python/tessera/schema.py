@@ -55,30 +55,52 @@ class Dim:
     """A dimension: name, domain, tile extent, datatype and filters."""
 
     def __init__(self, name: str = "__dim_0", domain=None, tile=None, filters=None, dtype=np.uint64, var=None, ctx=None):
-        if dtype in (str, bytes, "ascii") or (isinstance(dtype, np.dtype) and dtype.kind in "SU"):
-            if var is False:
-                raise TypeError("string dimensions must be var-sized")
+        npdt = np.dtype("S") if isinstance(dtype, str) and dtype == "ascii" else np.dtype(dtype)
+        if npdt.kind not in "iufMS":
+            raise TypeError(f"invalid Dim dtype {npdt!r}")
+        if var and npdt.kind != "S":
+            raise TypeError("'var=True' specified for non-str/bytes dtype")
+        if npdt.kind == "S":
+            # string dimensions are var-sized ASCII; tiledb-py ignores a domain and tile
             self._type = "string_ascii"
             self._dtype = np.dtype("S")
-            if domain not in (None, (None, None)) and tuple(domain) != ("", ""):
-                raise TileDBError("string dimensions have no domain")
             self._domain = None
             self._tile = None
         else:
-            npdt, tname, ncells = _types.from_numpy(dtype)
-            if ncells != 1:
-                raise TypeError(f"dimension dtype {npdt} must be a single value")
+            npdt, tname, ncells = _types.from_numpy(npdt)
             self._type, self._dtype = tname, npdt
-            if domain is None or len(domain) != 2:
-                raise TileDBError(f"dimension {name!r}: a domain (low, high) is required")
+            if domain is None or (len(domain) == 2 and domain[0] is None and domain[1] is None):
+                if npdt.kind in "Mm":
+                    info = np.iinfo(np.int64)
+                    domain = (info.min + 1, info.max)
+                elif npdt.kind == "f":
+                    domain = (np.finfo(npdt).min, np.finfo(npdt).max)
+                else:
+                    domain = (np.iinfo(npdt).min, np.iinfo(npdt).max)
+            elif npdt.kind in "iu":
+                info = np.iinfo(npdt)
+                if not all(info.min <= v <= info.max for v in domain):
+                    raise TypeError(f"invalid domain extent, domain cannot be safely cast to dtype {npdt!r}")
             lo, hi = (self._cast(v) for v in domain)
             if hi < lo:
-                raise TileDBError(f"dimension {name!r}: domain low {lo} > high {hi}")
+                raise TileDBError("Dimension: Domain check failed; lower domain bound larger than its upper")
+            if npdt.kind in "iuMm":
+                a = int(np.asarray(lo).astype(np.int64)) if npdt.kind in "Mm" else int(lo)
+                b = int(np.asarray(hi).astype(np.int64)) if npdt.kind in "Mm" else int(hi)
+                if b - a + 1 > (1 << (8 * npdt.itemsize)) - 1:
+                    raise TileDBError("Dimension: Domain check failed; Domain range (upper + lower + 1) is larger than the maximum unsigned number")
             self._domain = (lo, hi)
             if tile is not None:
                 if isinstance(tile, np.timedelta64) and npdt.kind == "M":
                     tile = int(tile / np.timedelta64(1, np.datetime_data(npdt)[0]))
                 tile = self._cast_tile(tile)
+                t = int(np.asarray(tile).astype(np.int64)) if npdt.kind in "Mm" else tile
+                if t == 0:
+                    raise TileDBError(f"Dimension: Tile extent check failed on dimension '{name}'; Tile extent must not be 0")
+                if npdt.kind in "iuMm" and t > b - a + 1:
+                    raise TileDBError(
+                        f"Dimension: Tile extent check failed on dimension '{name}'; Tile extent {t} exceeds range on dimension domain [{a}, {b}]"
+                    )
             self._tile = tile
         self.name = name
         self._filters = _as_filter_list(filters)
@@ -107,7 +129,30 @@ class Dim:
 
     @property
     def tile(self):
+        if self._tile is None and self._domain is not None:
+            # tiledb-py shows 0 until a schema gives the dimension its default extent
+            return self._cast_tile(0)
         return self._tile
+
+    def _set_default_tile(self) -> None:
+        """libtiledb's default tile extent, set when a schema takes the dimension: the
+        domain's range (+1 for integers), computed in the dimension's own type (so it may
+        wrap)."""
+        if self._tile is not None or self._domain is None:
+            return
+        lo, hi = self._domain
+        npdt = self._dtype
+        if npdt.kind == "f":
+            with np.errstate(over="ignore"):
+                self._tile = npdt.type(hi - lo)
+            return
+        a = int(np.asarray(lo).astype(np.int64)) if npdt.kind in "Mm" else int(lo)
+        b = int(np.asarray(hi).astype(np.int64)) if npdt.kind in "Mm" else int(hi)
+        width = 8 * npdt.itemsize
+        ext = (b - a + 1) % (1 << width)
+        if npdt.kind in "iMm" and ext >= 1 << (width - 1):
+            ext -= 1 << width
+        self._tile = self._cast_tile(ext)
 
     @property
     def filters(self) -> FilterList:
@@ -119,20 +164,23 @@ class Dim:
 
     @property
     def isanon(self) -> bool:
-        return self.name in ("", "__dim_0") and False
+        return self.name == "" or self.name.startswith("__dim")
 
     @property
     def size(self):
-        if self._domain is None or self._dtype.kind not in "iuMm":
-            raise TypeError("size is only defined for integer and datetime dimensions")
+        if self._domain is None or self._dtype.kind not in "ium":
+            raise TypeError("size only valid for integer dimension domains")
         lo, hi = self._domain
-        if self._dtype.kind in "Mm":
-            return int(hi.astype(np.int64)) - int(lo.astype(np.int64)) + 1
         return int(hi) - int(lo) + 1
 
     @property
     def shape(self):
-        return (self.size,)
+        if self._domain is None or self._dtype.kind not in "iuMm":
+            raise TypeError("shape only valid for integer and datetime dimension domains")
+        lo, hi = self._domain
+        if self._dtype.kind in "Mm":
+            return (int(hi.astype(np.int64)) - int(lo.astype(np.int64)) + 1,)
+        return (int(hi) - int(lo) + 1,)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Dim):
@@ -153,7 +201,8 @@ class Dim:
         dom = "('', '')" if self._domain is None else f"({self._domain[0]!r}, {self._domain[1]!r})"
         if self._dtype.kind not in "Mm" and self._domain is not None:
             dom = f"({self._domain[0]!s}, {self._domain[1]!s})"
-        tile = repr(self._tile) if self._tile is None or self._dtype.kind in "Mm" else str(self._tile)
+        t = self.tile
+        tile = repr(t) if t is None or self._dtype.kind in "Mm" else str(t)
         return f"Dim(name={self.name!r}, domain={dom}, tile={tile}, dtype='{self._dtype!s}'{var}{filters})"
 
     def _to_json(self) -> dict:
@@ -193,6 +242,17 @@ class Domain:
         for d in dims:
             if not isinstance(d, Dim):
                 raise TypeError(f"{d!r} is not a Dim")
+        if len(dims) > 1 and all(d.name == "__dim_0" for d in dims):
+            # Anonymous dimensions are named in order, as tiledb-py names them.
+            renamed = []
+            for i, d in enumerate(dims):
+                c = Dim.__new__(Dim)
+                c.__dict__.update(d.__dict__)
+                c.name = f"__dim_{i}"
+                renamed.append(c)
+            dims = tuple(renamed)
+        elif any(d.name.startswith("__dim_0") for d in dims[1:]):
+            raise TileDBError("Mixed dimension naming: dimensions must be either all anonymous or all named.")
         names = [d.name for d in dims]
         if len(set(names)) != len(names):
             raise TileDBError(f"duplicate dimension names {names}")
@@ -204,6 +264,8 @@ class Domain:
 
     @property
     def dtype(self) -> np.dtype:
+        if not self.homogeneous:
+            raise TileDBError("Domain.dtype is only defined for homogeneous domains")
         return self._dims[0].dtype
 
     @property
@@ -212,7 +274,7 @@ class Domain:
 
     @property
     def shape(self):
-        return tuple(d.size for d in self._dims)
+        return tuple(d.shape[0] for d in self._dims)
 
     @property
     def size(self) -> int:
@@ -248,12 +310,22 @@ class Attr:
 
     def __init__(self, name: str = "", dtype=np.float64, fill=None, var=None, nullable=False, filters=None, enum_label=None, ctx=None):
         npdt, tname, ncells = _types.from_numpy(dtype)
+        # tiledb-py's rules: every str dtype and "ascii" is var-sized; blobs and S0 default
+        # to var-sized; S<n> with var=True becomes S0.
+        if (var is None and isinstance(dtype, str) and dtype == "ascii") or npdt.kind == "U":
+            var = True
+        elif npdt.kind == "S":
+            if isinstance(dtype, str) and dtype == "blob":
+                if var is None:
+                    var = True
+            elif npdt.itemsize == 0 and not (isinstance(dtype, str) and dtype == "ascii"):
+                var = True
         if var:
             ncells = _types.VAR
             if npdt.kind in "SU":
                 npdt = np.dtype(npdt.kind)
-        elif var is False and ncells == _types.VAR:
-            raise TypeError("dtype is variable-sized but var=False")
+        elif ncells == _types.VAR:
+            raise TypeError("dtype is not compatible with var-length attribute")
         self.name = name
         self._type = tname
         self._ncells = ncells
@@ -266,10 +338,95 @@ class Attr:
         self._fill = None if fill is None else self._fill_value(fill)
         self._fill_valid = False
 
+    def _is_bytes_type(self) -> bool:
+        return self._dtype.kind in "SU" or self._type in ("string_ascii", "blob", "any", "geom_wkb", "geom_wkt")
+
     def _fill_value(self, fill):
-        if self._ncells == _types.VAR or self._dtype.kind in "SU":
-            return fill
-        return np.array(fill, dtype=self._dtype) if self._ncells == 1 else np.array(fill)
+        """A fill value given as tiledb-py takes it, as it is kept here: raw bytes for the
+        string and byte types, else a 1-d array of the attribute's dtype (one element)."""
+        dt = self._dtype
+        if self._is_bytes_type():
+            if isinstance(fill, (np.ndarray, np.generic)) and not isinstance(fill, (np.bytes_, np.str_)):
+                fill = np.asarray(fill).tobytes()
+            raw = fill.encode("utf-8") if isinstance(fill, str) else bytes(fill)
+            if dt.kind == "S" and dt.itemsize > 0:
+                raw = raw[: dt.itemsize].ljust(dt.itemsize, b"\x00")
+            return raw
+        if dt.kind == "c":
+            if getattr(fill, "dtype", None) is not None and fill.dtype.names is not None and len(fill.dtype.names) == 2:
+                fill = fill["f0"] + fill["f1"] * 1j
+            elif hasattr(fill, "__len__") and len(fill) == 2:
+                fill = fill[0] + fill[1] * 1j
+            return np.array(fill, dtype=dt).reshape(-1)[:1]
+        if dt.kind == "M" and isinstance(fill, np.timedelta64):
+            fill = fill.astype(np.int64)
+        return np.array([fill], dtype=dt).reshape(-1)[:1]
+
+    def _default_fill(self):
+        """TileDB's default fill value, kept as ``_fill_value`` keeps one."""
+        dt = self._dtype
+        if self._is_bytes_type():
+            if self._type == "char":
+                n = 1 if self._ncells == _types.VAR else self._ncells
+                return b"\x80" * n
+            return b"\x00"
+        base = _types.VALUE_DTYPE.get(self._type, dt)
+        if base.kind == "f":
+            v = np.array([np.nan], dtype=base)
+        elif base.kind == "i":
+            v = np.array([np.iinfo(base).min], dtype=base)
+        elif base.kind == "u":
+            v = np.array([np.iinfo(base).max], dtype=base)
+        elif base.kind in "Mm":
+            v = np.array([np.iinfo(np.int64).min], dtype=np.int64).view(base)
+        else:
+            v = np.zeros(1, dtype=base)
+        n = 1 if self._ncells == _types.VAR else self._ncells
+        return np.repeat(v, n).view(dt) if dt != base else np.repeat(v, n)
+
+    @property
+    def fill(self):
+        if self._nullable:
+            raise TileDBError("Attribute: Cannot get fill value; Attribute is nullable")
+        v = self._default_fill() if self._fill is None else self._fill
+        dt = self._dtype
+        if dt.kind == "S" or (isinstance(v, bytes) and dt.kind != "U"):
+            return bytes(v)
+        if dt.kind == "U":
+            return v.decode("utf-8")
+        if dt.kind == "M":
+            return v[0].astype(np.timedelta64)
+        return v.copy()
+
+    def _fill_json(self):
+        """The fill value as the schema JSON has it (None: TileDB's default)."""
+        if self._fill is None:
+            return None
+        f = self._fill
+        if isinstance(f, bytes):
+            if self._type in ("blob", "any", "geom_wkb"):
+                return list(f)
+            try:
+                return f.decode("utf-8")
+            except UnicodeDecodeError:
+                return {"hex": f.hex()}
+        base = _types.VALUE_DTYPE.get(self._type, self._dtype)
+        vals = f.view(base) if f.dtype != base else f
+        if self._ncells == 1:
+            return _json_value(vals[0], self._type)
+        return [_json_value(v, self._type) for v in vals]
+
+    def _fill_from_json(self, j):
+        if self._is_bytes_type():
+            if isinstance(j, dict):
+                return bytes.fromhex(j["hex"])
+            if isinstance(j, list):
+                return bytes(int(v) & 0xFF for v in j)
+            return str(j).encode("utf-8")
+        base = _types.VALUE_DTYPE.get(self._type, self._dtype)
+        vals = j if isinstance(j, list) else [j]
+        arr = np.array([_from_json_value(v, base) for v in vals], dtype=base)
+        return arr.view(self._dtype) if self._dtype != base else arr
 
     @property
     def dtype(self) -> np.dtype:
@@ -303,26 +460,25 @@ class Attr:
     def enum_label(self):
         return self._enum
 
-    @property
-    def fill(self):
-        if self._fill is None:
-            return None
-        f = self._fill
-        if isinstance(f, np.ndarray) and f.ndim == 0:
-            return f[()]
-        return f
-
     def __eq__(self, other) -> bool:
         if not isinstance(other, Attr):
             return False
-        return (
-            self.name == other.name
-            and self._type == other._type
-            and self._ncells == other._ncells
-            and self._nullable == other._nullable
-            and self.filters == other.filters
-            and self._enum == other._enum
-        )
+        if self._nullable != other._nullable or self._dtype != other._dtype or self._type != other._type:
+            return False
+        if not self._nullable:
+            a, b = self.fill, other.fill
+            if isinstance(a, (bytes, str)) or isinstance(b, (bytes, str)):
+                if a != b:
+                    return False
+            else:
+                a, b = np.asarray(a), np.asarray(b)
+                if a.dtype.kind == "V":
+                    a, b = a.view(_types.VALUE_DTYPE.get(self._type)), b.view(_types.VALUE_DTYPE.get(other._type))
+                if a.dtype.kind in "Mm":
+                    a, b = a.view(np.int64), b.view(np.int64)
+                if not np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"):
+                    return False
+        return self.name == other.name and self._ncells == other._ncells and self.filters == other.filters
 
     def __repr__(self) -> str:
         filters = ""
@@ -337,18 +493,9 @@ class Attr:
         j["cell_val_num"] = "var" if self._ncells == _types.VAR else self._ncells
         if self._enum is not None:
             j["enumeration"] = self._enum
-        if self._fill is not None:
-            f = self._fill
-            if isinstance(f, np.ndarray) and f.dtype.kind == "c":
-                f = np.array(f).view(f.real.dtype)
-            if isinstance(f, np.ndarray) and f.ndim == 0:
-                j["fill"] = _json_value(f[()], self._type)
-            elif isinstance(f, np.ndarray):
-                j["fill"] = [_json_value(v, self._type) for v in f.reshape(-1)]
-            elif isinstance(f, (list, tuple)):
-                j["fill"] = [_json_value(v, self._type) for v in f]
-            else:
-                j["fill"] = _json_value(f, self._type)
+        fill = self._fill_json()
+        if fill is not None:
+            j["fill"] = fill
         return j
 
     @classmethod
@@ -372,15 +519,7 @@ class Attr:
         a._filters = FilterList._from_json(j.get("filters", []))
         a._enum = j.get("enumeration")
         fill = j.get("fill")
-        a._fill = None
-        if fill is not None:
-            if a._dtype.kind in "SU" or ncells == _types.VAR:
-                a._fill = fill
-            elif isinstance(fill, list):
-                base = _types.VALUE_DTYPE.get(tname, np.dtype("u1"))
-                a._fill = np.array([_from_json_value(v, base) for v in fill], dtype=base)
-            else:
-                a._fill = np.array(_from_json_value(fill, a._dtype), dtype=a._dtype)
+        a._fill = None if fill is None else a._fill_from_json(fill)
         a._fill_valid = bool(j.get("fill_validity", False))
         return a
 
@@ -391,22 +530,23 @@ class Enumeration:
     def __init__(self, name: str, ordered: bool, values=None, dtype=None, ctx=None):
         self.name = name
         self.ordered = bool(ordered)
-        if values is None:
-            values = []
-        if dtype is None:
-            arr = np.asarray(values) if len(values) else np.array([], dtype=np.dtype("U"))
-            dtype = arr.dtype
-        dtype = np.dtype(dtype)
-        if dtype.kind == "U":
-            self._type, self._ncells = "string_utf8", _types.VAR
-            self._values = np.array([str(v) for v in values], dtype=object)
-        elif dtype.kind == "S":
-            self._type, self._ncells = "string_ascii", _types.VAR
-            self._values = np.array([bytes(v) for v in values], dtype=object)
+        if values is None or len(values) == 0:
+            if dtype is None:
+                raise ValueError("dtype must be provided for empty enumeration")
+            arr = np.array([], dtype=np.dtype(dtype))
         else:
-            _, self._type, self._ncells = _types.from_numpy(dtype)
-            self._values = np.asarray(values, dtype=dtype)
-        self._dtype = dtype
+            # as tiledb-py: the values' own dtype wins over ``dtype``
+            arr = np.array(values)
+        if arr.dtype.kind == "U":
+            self._type, self._ncells = "string_utf8", _types.VAR
+            self._values = np.array([str(v) for v in arr.tolist()], dtype=object)
+        elif arr.dtype.kind == "S":
+            self._type, self._ncells = "string_ascii", _types.VAR
+            self._values = np.array([bytes(v) for v in arr.tolist()], dtype=object)
+        else:
+            _, self._type, self._ncells = _types.from_numpy(arr.dtype)
+            self._values = arr
+        self._dtype = _types.to_numpy(self._type, 1) if self._ncells == _types.VAR else arr.dtype
 
     @property
     def dtype(self) -> np.dtype:
@@ -424,7 +564,15 @@ class Enumeration:
         return self._values.copy()
 
     def extend(self, values) -> "Enumeration":
-        return Enumeration(self.name, self.ordered, list(self.values()) + list(values), dtype=self._dtype)
+        new = np.array(values)
+        if self._dtype.kind in "US" and new.dtype.kind not in "US":
+            raise TileDBError("Passed in enumeration must be string type")
+        if self._dtype.kind in "iu" and new.dtype.kind not in "iu":
+            raise TileDBError("Passed in enumeration must be integer type")
+        if self._dtype.kind in "US":
+            return Enumeration(self.name, self.ordered, list(self.values()) + list(new.tolist()))
+        both = np.concatenate([self.values(), new.astype(self._dtype)])
+        return Enumeration(self.name, self.ordered, both, dtype=self._dtype)
 
     def __eq__(self, other) -> bool:
         return (
@@ -436,9 +584,8 @@ class Enumeration:
         )
 
     def __repr__(self) -> str:
-        dtype_name = {"string_utf8": "STRING_UTF8", "string_ascii": "STRING_ASCII"}.get(self._type, self._type.upper())
         return (
-            f"Enumeration(name={self.name!r}, dtype={self.values().dtype}, dtype_name={dtype_name!r}, "
+            f"Enumeration(name='{self.name}', dtype={self.dtype}, dtype_name='{self.dtype.name}', "
             f"cell_val_num={self._ncells}, ordered={self.ordered}, values={list(self.values())})"
         )
 
@@ -453,7 +600,8 @@ class Enumeration:
             vals = [v if t != "string_ascii" else str(v).encode() for v in j["values"]]
             return cls(name, j.get("ordered", False), vals, dtype=dtype)
         npdt = _types.to_numpy(t, 1)
-        return cls(name, j.get("ordered", False), [_from_json_value(v, npdt) for v in j["values"]], dtype=npdt)
+        vals = np.array([_from_json_value(v, npdt) for v in j["values"]], dtype=npdt)
+        return cls(name, j.get("ordered", False), vals, dtype=npdt)
 
 
 _DEFAULT_COORDS = [{"type": "zstd", "level": -1}]
@@ -496,7 +644,20 @@ class ArraySchema:
         self._sparse = bool(sparse)
         self._capacity = int(capacity) if capacity else 10000
         self._allows_duplicates = bool(allows_duplicates)
-        self._coords_filters = FilterList._from_json(_DEFAULT_COORDS) if coords_filters is None else _as_filter_list(coords_filters)
+        if coords_filters is None:
+            self._coords_filters = FilterList._from_json(_DEFAULT_COORDS)
+        else:
+            # tiledb-py (coords_filters is deprecated there): the filters replace every
+            # dimension's, and the schema's own coordinate filters are left empty.
+            cf = _as_filter_list(coords_filters)
+            for d in domain:
+                d._filters = FilterList(list(cf))
+                d._inherited = False
+            self._coords_filters = FilterList()
+        for d in domain:
+            # the schema shares the dimensions, as libtiledb does, and gives those
+            # without a tile extent the default one
+            d._set_default_tile()
         self._offsets_filters = FilterList._from_json(_DEFAULT_COORDS) if offsets_filters is None else _as_filter_list(offsets_filters)
         self._validity_filters = FilterList._from_json(_DEFAULT_VALIDITY) if validity_filters is None else _as_filter_list(validity_filters)
         self._enums = {e.name: e for e in (enums or [])}
@@ -529,8 +690,8 @@ class ArraySchema:
         return self._cell_order
 
     @property
-    def tile_order(self) -> str:
-        return self._tile_order
+    def tile_order(self):
+        return self._tile_order if self._cell_order != "hilbert" else None
 
     @property
     def capacity(self) -> int:
@@ -538,6 +699,8 @@ class ArraySchema:
 
     @property
     def allows_duplicates(self) -> bool:
+        if not self._sparse:
+            raise TileDBError("ArraySchema.allows_duplicates does not apply to dense arrays")
         return self._allows_duplicates
 
     @property
@@ -573,8 +736,15 @@ class ArraySchema:
 
     def attr_or_dim_dtype(self, name: str) -> np.dtype:
         if self.has_attr(name):
-            return self.attr(name).dtype
-        return self._domain.dim(name).dtype
+            dtype = self.attr(name).dtype
+        elif self._domain.has_dim(name):
+            dtype = self._domain.dim(name).dtype
+        else:
+            raise TileDBError(f"Unknown attribute or dimension ('{name}')")
+        if dtype.itemsize == 0:
+            # flexible dtypes are given one character
+            dtype = np.dtype((dtype, 1))
+        return dtype
 
     def enum(self, name: str) -> Enumeration:
         if name not in self._enums:
@@ -590,6 +760,9 @@ class ArraySchema:
 
     def __iter__(self):
         return iter(self._attrs)
+
+    def __len__(self) -> int:
+        return len(self._attrs)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, ArraySchema):
@@ -616,7 +789,7 @@ class ArraySchema:
         for a in self._attrs:
             out.write(f"    {a!r},\n")
         out.write("  ],\n")
-        out.write(f"  cell_order='{self._cell_order}',\n  tile_order={self._tile_order!r},\n")
+        out.write(f"  cell_order='{self._cell_order}',\n  tile_order={self.tile_order!r},\n")
         if self._sparse:
             out.write(f"  capacity={self._capacity},\n")
         out.write(f"  sparse={self._sparse},\n")
