@@ -261,7 +261,8 @@ class FilterList:
             if not isinstance(f, Filter):
                 raise ValueError(f"{f!r} is not a tiledb Filter")
         self._filters = filters
-        self.chunksize = chunksize
+        # libtiledb's default maximum chunk size
+        self.chunksize = 65536 if chunksize is None else int(chunksize)
 
     def __len__(self) -> int:
         return len(self._filters)
