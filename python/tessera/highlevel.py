@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 
@@ -58,91 +59,292 @@ def vacuum(uri, config=None, ctx=None, timestamp=None):
     _tessera.vacuum(str(uri), mode)
 
 
-class FragmentInfo:
-    """One fragment of an array."""
+builtins_open = builtins.open
 
-    def __init__(self, array_uri: str, j: dict, schema: ArraySchema):
-        self.array_uri = array_uri
-        self.uri = "file://" + os.path.abspath(os.path.join(array_uri, j["dir"])) if "://" not in array_uri else f"{array_uri.rstrip('/')}/{j['dir']}"
-        self.name = j["name"]
-        self.timestamp_range = tuple(j["timestamp_range"])
-        self.sparse = j["sparse"]
-        self.dense = not j["sparse"]
-        self.cell_num = j["cell_num"]
-        self.version = j["format_version"]
-        self.array_schema_name = j.get("schema_name")
-        ned = j.get("nonempty_domain")
-        out = []
-        for d, pair in zip(schema.domain, ned or []):
-            if d.dtype.kind == "M":
-                u = np.datetime_data(d.dtype)[0]
-                out.append(tuple(np.datetime64(int(v), u) for v in pair))
-            elif d.dtype.kind == "f":
-                out.append(tuple(float(v) for v in pair))
+
+def _local_path(uri: str):
+    """The local path of a ``file://`` or plain URI (None for other schemes)."""
+    if uri.startswith("file://"):
+        return uri[len("file://") :]
+    if "://" in uri:
+        return None
+    return uri
+
+
+def _generic_tile_payloads(data: bytes):
+    """The payloads of the generic tiles back to back at the start of ``data`` (gzip pipelines
+    only, as libtiledb writes them); stops at the first tile it cannot read."""
+    import struct
+    import zlib
+
+    pos = 0
+    while pos + 34 <= len(data):
+        _version, persisted, tile_size = struct.unpack_from("<IQQ", data, pos)
+        pipeline_size = struct.unpack_from("<I", data, pos + 30)[0]
+        pipe = data[pos + 34 : pos + 34 + pipeline_size]
+        body = memoryview(data)[pos + 34 + pipeline_size : pos + 34 + pipeline_size + persisted]
+        pos += 34 + pipeline_size + persisted
+        nfilters = struct.unpack_from("<I", pipe, 4)[0] if len(pipe) >= 8 else 0
+        ftypes = []
+        off = 8
+        for _ in range(nfilters):
+            ftypes.append(pipe[off])
+            off += 5 + struct.unpack_from("<I", pipe, off + 1)[0]
+        if ftypes not in ([1], []):
+            return
+        out = bytearray()
+        nchunks = struct.unpack_from("<Q", body, 0)[0]
+        c = 8
+        for _ in range(nchunks):
+            _orig, filtered, meta_len = struct.unpack_from("<III", body, c)
+            c += 12
+            meta = bytes(body[c : c + meta_len])
+            chunk = bytes(body[c + meta_len : c + meta_len + filtered])
+            c += meta_len + filtered
+            if not ftypes:
+                out += chunk
+                continue
+            n_meta, n_data = struct.unpack_from("<II", meta, 0)
+            lens = struct.unpack_from("<" + "II" * (n_meta + n_data), meta, 8)
+            d = 0
+            for i in range(n_meta + n_data):
+                clen = lens[2 * i + 1]
+                part = zlib.decompress(chunk[d : d + clen])
+                d += clen
+                if i >= n_meta:
+                    out += part
+        yield bytes(out[:tile_size])
+
+
+def _parse_ranges(buf: bytes, pos: int, dims):
+    """One MBR (a range per dimension) at ``pos``: the ranges and the position after it."""
+    import struct
+
+    out = []
+    for d in dims:
+        if d.isvar:
+            rsize, ssize = struct.unpack_from("<QQ", buf, pos)
+            pos += 16
+            raw = buf[pos : pos + rsize]
+            pos += rsize
+            out.append((raw[:ssize].decode("utf-8", "replace"), raw[ssize:].decode("utf-8", "replace")))
+        else:
+            base = _types_value_dtype(d)
+            lo, hi = np.frombuffer(buf, dtype=base, count=2, offset=pos)
+            pos += 2 * base.itemsize
+            out.append((_py_value(lo, d), _py_value(hi, d)))
+    return tuple(out), pos
+
+
+def _types_value_dtype(d) -> np.dtype:
+    from . import _types
+
+    return _types.VALUE_DTYPE.get(d._type, d.dtype)
+
+
+def _py_value(v, d):
+    # tiledb-py gives MBR bounds as numpy scalars, those of datetime dimensions as uint64
+    if d.dtype.kind in "Mm":
+        return np.uint64(np.asarray(v).view(np.int64).astype(np.uint64))
+    return v
+
+
+def _fragment_mbrs(path: str, dims):
+    """The leaf MBRs of a fragment's R-tree (the first generic tile of its metadata file)."""
+    import struct
+
+    try:
+        with builtins_open(os.path.join(path, "__fragment_metadata.tdb"), "rb") as f:
+            data = f.read()
+    except OSError:
+        return ()
+    for payload in _generic_tile_payloads(data):
+        _fanout, nlevels = struct.unpack_from("<II", payload, 0)
+        pos = 8
+        leaves = ()
+        for _ in range(nlevels):
+            n = struct.unpack_from("<Q", payload, pos)[0]
+            pos += 8
+            level = []
+            for _ in range(n):
+                mbr, pos = _parse_ranges(payload, pos, dims)
+                level.append(mbr)
+            leaves = tuple(level)
+        return leaves
+    return ()
+
+
+def _consolidated_meta_names(array_path: str) -> set:
+    """Names of the fragments whose footers a ``__fragment_meta/*.meta`` file holds."""
+    import struct
+
+    names: set = set()
+    folder = os.path.join(array_path, "__fragment_meta")
+    try:
+        files = sorted(os.listdir(folder))
+    except OSError:
+        return names
+    for fn in files:
+        if not fn.endswith(".meta"):
+            continue
+        try:
+            with builtins_open(os.path.join(folder, fn), "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        for payload in _generic_tile_payloads(data):
+            n = struct.unpack_from("<I", payload, 0)[0]
+            pos = 4
+            for _ in range(n):
+                ln = struct.unpack_from("<Q", payload, pos)[0]
+                names.add(payload[pos + 8 : pos + 8 + ln].decode("utf-8", "replace"))
+                pos += 16 + ln
+            break
+    return names
+
+
+def _to_vacuum(array_path: str) -> list:
+    """Relative paths (``__fragments/<name>``) that ``__commits/*.vac`` files list."""
+    out: list = []
+    folder = os.path.join(array_path, "__commits")
+    try:
+        files = sorted(os.listdir(folder))
+    except OSError:
+        return out
+    for fn in files:
+        if not fn.endswith(".vac"):
+            continue
+        try:
+            with builtins_open(os.path.join(folder, fn), encoding="utf-8", errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            line = line.strip()
+            if not line:
+                continue
+            if "__fragments" in line:
+                rel = line[line.index("__fragments") :]
             else:
-                out.append(tuple(pair))
-        self.nonempty_domain = tuple(out)
-        self.has_consolidated_metadata = False
-
-    def __repr__(self) -> str:
-        return f"FragmentInfo(uri={self.uri!r}, timestamp_range={self.timestamp_range})"
+                rel = line.rsplit("/", 1)[-1]
+            if os.path.exists(os.path.join(array_path, rel)) and rel not in out:
+                out.append(rel)
+    return out
 
 
 class FragmentInfoList:
-    """The visible fragments of an array, oldest first (``tiledb.array_fragments``)."""
+    """The visible fragments of an array, oldest first (``tiledb.array_fragments``): every
+    property is a tuple with one item per fragment."""
 
     def __init__(self, array_uri, include_mbrs=False, ctx=None):
         native = _native_open(str(array_uri))
         schema = ArraySchema._from_json(json.loads(native.schema_json()))
-        self.array_uri = str(array_uri)
-        self._frags = [FragmentInfo(self.array_uri, j, schema) for j in json.loads(native.fragments_json())]
+        frags = json.loads(native.fragments_json())
+        self.array_uri = array_uri
+        uri = str(array_uri)
+        local = _local_path(uri)
+        if local is not None:
+            base = "file://" + os.path.abspath(local)
+        else:
+            base = uri.rstrip("/")
+        dims = list(schema.domain)
+        self._num = len(frags)
+        self.uri = tuple(f"{base}/{j['dir']}" for j in frags)
+        self.version = tuple(j["format_version"] for j in frags)
+        self.nonempty_domain = tuple(self._ned(j.get("nonempty_domain"), dims) for j in frags)
+        self.cell_num = tuple(j["cell_num"] for j in frags)
+        self.timestamp_range = tuple(tuple(j["timestamp_range"]) for j in frags)
+        self.sparse = tuple(bool(j["sparse"]) for j in frags)
+        consolidated = _consolidated_meta_names(local) if local is not None else set()
+        self.has_consolidated_metadata = tuple(j["name"] in consolidated for j in frags)
+        self.unconsolidated_metadata_num = sum(1 for h in self.has_consolidated_metadata if not h)
+        self.to_vacuum = tuple(f"{base}/{rel}" for rel in (_to_vacuum(local) if local is not None else []))
+        if include_mbrs:
+            self.mbrs = tuple(
+                _fragment_mbrs(os.path.join(local, j["dir"]), dims) if (local is not None and j["sparse"]) else ()
+                for j in frags
+            )
+        self.array_schema_name = tuple(j.get("schema_name") for j in frags)
+
+    @staticmethod
+    def _ned(ned, dims):
+        if ned is None:
+            return None
+        out = []
+        for d, pair in zip(dims, ned):
+            if d.isvar:
+                out.append(tuple(v if isinstance(v, str) else bytes(v).decode("utf-8", "replace") for v in pair))
+            elif d.dtype.kind in "Mm":
+                u = np.datetime_data(d.dtype)[0]
+                out.append(tuple(d.dtype.type(int(v), u) for v in pair))
+            else:
+                out.append(tuple(d.dtype.type(v) for v in pair))
+        return tuple(out)
+
+    def __getattr__(self, name):
+        if name == "mbrs":
+            raise AttributeError(
+                "'FragmentInfoList' object has no attribute 'mbrs'. (Hint: retrieving minimum bounding "
+                "rectangles is disabled by default to optimize speed and space. Use "
+                "tiledb.array_fragments(include_mbrs=True) to enable)"
+            )
+        raise AttributeError(f"'FragmentInfoList' object has no attribute '{name}'")
 
     def __len__(self) -> int:
-        return len(self._frags)
+        return self._num
 
     def __iter__(self):
-        return iter(self._frags)
+        return (FragmentInfo(self, i) for i in range(self._num))
 
-    def __getitem__(self, i):
-        return self._frags[i]
-
-    @property
-    def uri(self):
-        return [f.uri for f in self._frags]
-
-    @property
-    def timestamp_range(self):
-        return [f.timestamp_range for f in self._frags]
-
-    @property
-    def nonempty_domain(self):
-        return [f.nonempty_domain for f in self._frags]
-
-    @property
-    def cell_num(self):
-        return [f.cell_num for f in self._frags]
-
-    @property
-    def sparse(self):
-        return [f.sparse for f in self._frags]
-
-    @property
-    def dense(self):
-        return [f.dense for f in self._frags]
-
-    @property
-    def version(self):
-        return [f.version for f in self._frags]
-
-    @property
-    def to_vacuum(self):
-        return []
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [FragmentInfo(self, i) for i in range(*key.indices(self._num))]
+        if isinstance(key, (int, np.integer)):
+            if not -self._num <= key < self._num:
+                raise IndexError("tuple index out of range")
+            return FragmentInfo(self, int(key) % self._num if self._num else int(key))
+        raise TypeError("Invalid argument type.")
 
     def __repr__(self) -> str:
-        return "\n".join(repr(f) for f in self._frags)
+        import pprint
+
+        return pprint.PrettyPrinter().pformat({k: v for k, v in self.__dict__.items() if not k.startswith("_")})
+
+
+class FragmentInfo:
+    """One fragment of an array (an item of a ``FragmentInfoList``)."""
+
+    def __init__(self, fragments: FragmentInfoList, num: int):
+        self.num = num
+        self.uri = fragments.uri[num]
+        self.version = fragments.version[num]
+        self.nonempty_domain = fragments.nonempty_domain[num]
+        self.cell_num = fragments.cell_num[num]
+        self.timestamp_range = fragments.timestamp_range[num]
+        self.sparse = fragments.sparse[num]
+        self.has_consolidated_metadata = fragments.has_consolidated_metadata[num]
+        self.unconsolidated_metadata_num = fragments.unconsolidated_metadata_num
+        if "mbrs" in fragments.__dict__:
+            self.mbrs = fragments.mbrs[num]
+        self.array_schema_name = fragments.array_schema_name[num]
+
+    def __getattr__(self, name):
+        if name == "mbrs":
+            raise AttributeError(
+                "'FragmentInfo' object has no attribute 'mbrs'. (Hint: retrieving minimum bounding "
+                "rectangles is disabled by default to optimize speed and space. Use "
+                "tiledb.array_fragments(include_mbrs=True) to enable)"
+            )
+        raise AttributeError(f"'FragmentInfo' object has no attribute '{name}'")
+
+    def __repr__(self) -> str:
+        import pprint
+
+        return pprint.PrettyPrinter().pformat({k: v for k, v in self.__dict__.items() if not k.startswith("_")})
 
 
 def array_fragments(uri, include_mbrs=False, ctx=None) -> FragmentInfoList:
+    """The fragments of the array at ``uri`` (``tiledb.array_fragments``)."""
     return FragmentInfoList(uri, include_mbrs=include_mbrs, ctx=ctx)
 
 
