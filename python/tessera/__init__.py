@@ -41,9 +41,11 @@ from .highlevel import (
     empty_like,
     from_numpy,
     from_pandas,
+    ls,
     object_type,
     schema_like,
     vacuum,
+    walk,
 )
 from .metadata import Metadata
 from .schema import ArraySchema, Attr, Dim, Domain, Enumeration

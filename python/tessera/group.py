@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 from . import _tessera
 from ._tessera import TileDBError
 from .metadata import Metadata
@@ -23,7 +25,7 @@ class Object:
 
     @property
     def uri(self) -> str:
-        return self._uri
+        return _file_uri(self._uri)
 
     @property
     def name(self):
@@ -36,6 +38,17 @@ class Object:
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Object) and (self._type, self._uri, self._name) == (other._type, other._uri, other._name)
+
+
+def _file_uri(uri: str) -> str:
+    """A local path as libtiledb shows it: an absolute ``file://`` URI."""
+    if "://" in uri:
+        return uri
+    return "file://" + os.path.abspath(uri)
+
+
+def _last_part(uri: str) -> str:
+    return uri.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _type_class(name: str):
@@ -69,7 +82,7 @@ class Group:
 
     @property
     def uri(self) -> str:
-        return self._uri
+        return _file_uri(self._uri)
 
     @property
     def mode(self) -> str:
@@ -98,7 +111,14 @@ class Group:
         return self._members
 
     def _objects(self):
-        return [Object(_type_class(t), resolved, name) for name, _stored, resolved, t, _rel in self._load()]
+        return [Object(_type_class(t), _file_uri(resolved), name) for name, _stored, resolved, t, _rel in self._load()]
+
+    def is_relative(self, name: str) -> bool:
+        """Whether the member ``name`` was added with a URI relative to the group."""
+        for n, _stored, _resolved, _t, rel in self._load():
+            if n == name:
+                return bool(rel)
+        raise TileDBError(f"Group Details: {name} does not exist in group")
 
     def add(self, uri: str, name: str | None = None, relative: bool = False, type=None) -> None:
         if self._mode != "w":
@@ -116,16 +136,20 @@ class Group:
         self._removes.append(str(member))
 
     def __getitem__(self, member):
+        if not isinstance(member, (int, str)) or isinstance(member, bool):
+            raise TypeError(f"Unexpected member type '{type(member)}': expected int or str")
         objs = self._objects()
         if isinstance(member, int):
+            if not 0 <= member < len(objs):
+                raise TileDBError(f"Group Details: index {member} is larger than member count {len(objs)}")
             return objs[member]
         for o in objs:
-            if o.name == member or o.uri == member:
+            if o.name == member:
                 return o
-        raise KeyError(f"{member!r} is not a member of the group {self._uri}")
+        raise TileDBError(f"Group Details: {member} does not exist in group")
 
     def __contains__(self, member) -> bool:
-        return any(o.name == member or o.uri == member for o in self._objects())
+        return any(o.name == member for o in self._objects())
 
     def __iter__(self):
         return iter(self._objects())
@@ -165,10 +189,23 @@ class Group:
         self.close()
 
     def __repr__(self) -> str:
-        lines = [f"{self._uri} GROUP"]
-        for o in self._objects():
-            lines.append(f"|-- {o.name or o.uri} {o.type.__name__.upper()}")
-        return "\n".join(lines)
+        # libtiledb's dump: the group's last path part, then every member (its name, else
+        # the last part of its URI) and, recursively, the members of member groups
+        out = [f"{_last_part(self._uri)} GROUP\n"]
+
+        def dump(members, level):
+            dashes = "-" * (2 * (1 + 2 * level))
+            for name, _stored, resolved, t, _rel in members:
+                out.append(f"|{dashes} {name or _last_part(resolved)} {t.upper()}\n")
+                if t == "group":
+                    try:
+                        sub = _tessera.group_members(resolved)
+                    except Exception:  # noqa: BLE001 (a member group that cannot be opened)
+                        continue
+                    dump(sub, level + 1)
+
+        dump(self._load(), 0)
+        return "".join(out)
 
     @staticmethod
     def delete_group(uri: str, recursive: bool = False, ctx=None) -> None:

@@ -446,3 +446,48 @@ def from_pandas(uri, dataframe, **kwargs):
     from .dataframe_ import from_pandas as _fp
 
     return _fp(uri, dataframe, **kwargs)
+
+
+def _object_children(uri: str):
+    """The TileDB objects (arrays and groups) directly inside the folder ``uri``, sorted, as
+    ``(file:// URI, type)`` pairs."""
+    path = _local_path(str(uri))
+    if path is None:
+        raise _tessera.NotSupportedError("listing objects is only supported on local paths")
+    path = path.rstrip("/") or "/"
+    try:
+        names = sorted(os.listdir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for n in names:
+        full = os.path.join(path, n)
+        if not os.path.isdir(full):
+            continue
+        t = _tessera.object_type(full)
+        if t is not None:
+            out.append(("file://" + os.path.abspath(full), t))
+    return out
+
+
+def ls(uri, func, ctx=None) -> None:
+    """Calls ``func(uri, type)`` for every TileDB object directly inside ``uri`` (one level)."""
+    for child, t in _object_children(uri):
+        func(child, t)
+
+
+def walk(uri, func, order: str = "preorder", ctx=None) -> None:
+    """Calls ``func(uri, type)`` for every TileDB object below ``uri``, depth first, parents
+    before (``order='preorder'``) or after (``'postorder'``) their members."""
+    if order not in ("preorder", "postorder"):
+        raise TileDBError(f"unknown walk order {order}")
+
+    def visit(u):
+        for child, t in _object_children(u):
+            if order == "preorder":
+                func(child, t)
+            visit(child)
+            if order == "postorder":
+                func(child, t)
+
+    visit(uri)
