@@ -47,6 +47,7 @@ from .highlevel import (
     vacuum,
     walk,
 )
+from .dataframe_ import open_dataframe
 from .metadata import Metadata
 from .schema import ArraySchema, Attr, Dim, Domain, Enumeration
 

@@ -429,13 +429,17 @@ def from_numpy(uri, array, config=None, ctx=None, **kw):
                     raise IndexError("`append_dim` out of range")
                 if ned is None or len(ned) != array.ndim:
                     raise ValueError("The number of dimension of the TileDB array and Numpy array to append do not match")
+                # as tiledb-py's write_direct: the other dimensions start at start_idx (or 0),
+                # not at the array's non-empty domain
                 for n in range(array.ndim):
                     if n == append_dim:
                         start[n] = start_idx if start_idx is not None else int(ned[n][1]) + 1
-                    else:
-                        if array.shape[n] != int(ned[n][1]) - int(ned[n][0]) + 1:
-                            raise ValueError("The input Numpy array must be of the same shape as the TileDB array, exluding the `append_dim`")
-                        start[n] = int(ned[n][0])
+                    elif array.shape[n] != int(ned[n][1]) - int(ned[n][0]) + 1:
+                        raise ValueError(
+                            "The input Numpy array must be of the same shape as the TileDB array, exluding the "
+                            f"`append_dim`, but the Numpy array at index {n} has {array.shape[n]} dimension(s) and "
+                            f"the TileDB array has {int(ned[n][1]) - int(ned[n][0])}."
+                        )
             sel = tuple(slice(start[n], start[n] + array.shape[n]) for n in range(array.ndim))
             A[sel] = data
     return DenseArray(uri, mode="r")
