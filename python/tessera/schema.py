@@ -663,6 +663,25 @@ class ArraySchema:
         self._enums = {e.name: e for e in (enums or [])}
         self._current_domain = None
         self._version = None
+        self._check()
+
+    def _check(self) -> None:
+        """libtiledb's checks of a schema as tiledb-py builds it."""
+        if not self._sparse:
+            for d in self._domain:
+                if d.isvar:
+                    raise TileDBError("ArraySchema: Array schema check failed; Dense arrays cannot have string dimensions")
+                if d.dtype.kind == "f":
+                    raise TileDBError("ArraySchema: Array schema check failed; Dense arrays cannot have floating point dimensions")
+            if len({d._type for d in self._domain}) > 1:
+                raise TileDBError("ArraySchema: Array schema check failed; In dense arrays, all dimensions must have the same datatype")
+            if self._allows_duplicates:
+                raise TileDBError("ArraySchema: Array schema check failed; Dense arrays cannot allow duplicates")
+            if self._cell_order == "hilbert":
+                raise TileDBError("ArraySchema: Cannot set cell order; Hilbert order is only applicable to sparse arrays")
+        for a in self._attrs:
+            if a._enum is not None and a._enum not in self._enums:
+                raise TileDBError(f"ArraySchema: Attribute '{a.name}' refers to an unknown enumeration '{a._enum}'")
 
     # -- properties ---------------------------------------------------------------------
     @property
@@ -751,12 +770,9 @@ class ArraySchema:
             raise TileDBError(f"no enumeration named {name!r}")
         return self._enums[name]
 
-    def check(self) -> bool:
-        from . import _tessera
-
-        # The engine validates a schema as libtiledb does when building it.
-        _tessera.create_array  # noqa: B018 (validation happens at create)
-        return True
+    def check(self) -> None:
+        """Raises TileDBError when the schema is not valid (libtiledb's checks)."""
+        self._check()
 
     def __iter__(self):
         return iter(self._attrs)
