@@ -45,6 +45,6 @@ pub use error::{Error, Result};
 pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};
 pub use group::{Group, GroupMember, GroupWriter};
 pub use object::{ObjectType, object_type};
-pub use read::{Batches, ReadQuery};
+pub use read::{Batches, Points, ReadQuery};
 pub use result::{CellValue, Column, ReadResult};
 pub use write::{FragmentWrite, WriteQuery};

@@ -1,5 +1,5 @@
 //! Tessera in five minutes: create a dense and a sparse array, write to them, read a
-//! subarray with a condition, aggregate, and keep some array metadata.
+//! subarray with a condition, look cells up by their coordinates, aggregate.
 //!
 //! ```text
 //! cargo run --release --example quickstart [FOLDER]   # default ./quickstart-arrays
@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use tessera::{
     Aggregate, ArraySchema, ArrayType, Attribute, Datatype, Dimension, Filter, FilterPipeline,
-    Layout,
+    Layout, Points,
 };
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -114,6 +114,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     for (name, value) in names.strings()?.zip(values.iter()).take(3) {
         println!("sparse:   {name} = {value}");
     }
+    // Point lookups: the cells at given coordinates, in the order asked (absent ones left out).
+    let points = Points::new().coords("x", [x[5], 17, x[2]]).coords("y", [y[5], 17, y[2]]);
+    let lookup = array.read().points(points).execute()?;
+    println!(
+        "sparse: looked up 3 points, found {}: {:?}",
+        lookup.cell_num(),
+        lookup.column("name").expect("read").strings()?.collect::<Vec<_>>()
+    );
     let sum = array.read().aggregate(&[Aggregate::sum("value")])?;
     println!("sparse: sum(value) over every point = {}", sum[0]);
 

@@ -19,6 +19,14 @@
 //! let result = array.read().range_i64("rows", 1, 2).range_i64("cols", 1, 3).attributes(["a"]).execute()?;
 //! assert_eq!(result.cell_num(), 6);
 //! assert!(result.values::<f64>("a")?.iter().all(|v| v.is_nan()));
+//! // Cells by their coordinates, in the order asked (a point twice comes twice).
+//! let points = tessera::Points::new().coords("rows", [2i32, 1, 2]).coords("cols", [7i32, 1, 7]);
+//! let cells = array.read().points(points).attributes(["a"]).execute()?;
+//! assert_eq!(&cells.values::<i32>("rows")?[..], &[2, 1, 2]);
+//! assert_eq!(cells.column("cols").unwrap().iter::<i32>()?.collect::<Vec<_>>(), [7, 1, 7]);
+//! let box_10 = array.read().range_i64("rows", 1, 10).range_i64("cols", 1, 10);
+//! let stats = box_10.aggregate(&[tessera::Aggregate::count(), "max(a)".parse()?])?;
+//! assert_eq!((stats[0].as_f64(), stats[1].to_string()), (Some(100.0), "\"NaN\"".into()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -36,7 +44,7 @@ pub use tessera_query::aggregate::{Aggregate, AggregateValue};
 pub use tessera_query::group::GroupCommit;
 pub use tessera_query::{
     Array, CellValue, Column, Error, Fragment, FragmentWrite, Group, GroupMember, GroupWriter,
-    ObjectType, ReadResult, Result, WriteQuery,
+    ObjectType, Points, ReadResult, Result, WriteQuery,
 };
 pub use tessera_schema::{
     ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef,

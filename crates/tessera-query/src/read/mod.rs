@@ -18,6 +18,8 @@
 //!   sparse cells it holds for, judged after deduplication (a newest version failing it
 //!   hides older ones, as in libtiledb); on dense arrays the cells failing it come back with
 //!   the fill value (and fill validity) of every attribute, coordinates unchanged;
+//! * [`ReadQuery::points`] reads the cells at a list of coordinates instead of a subarray,
+//!   in the order asked (see [`Points`]);
 //! * [`ReadQuery::aggregate`] computes aggregates over the cells a read selects (see
 //!   [`crate::aggregate`]), from tile metadata where whole tiles qualify;
 //! * layouts: row-major, col-major, global order (the array's tile then cell order, Hilbert
@@ -49,6 +51,7 @@ pub(crate) mod column;
 mod dense;
 mod meter;
 pub(crate) mod order;
+mod points;
 mod pool;
 pub(crate) mod sparse;
 pub(crate) mod stats;
@@ -68,6 +71,7 @@ pub(crate) use column::Source;
 use column::{OutField, empty_result};
 use dense::DenseReader;
 use meter::TileMeter;
+pub use points::Points;
 use sparse::{SparseFilter, SparseReader};
 pub(crate) use subarray::RangeSpec;
 use subarray::Subarray;
@@ -83,6 +87,7 @@ impl Array {
             layout: None,
             budget: None,
             condition: None,
+            points: None,
         }
     }
 }
@@ -117,6 +122,7 @@ pub struct ReadQuery<'a> {
     layout: Option<Layout>,
     budget: Option<u64>,
     condition: Option<Cond>,
+    points: Option<Points>,
 }
 
 impl<'a> ReadQuery<'a> {
@@ -161,6 +167,48 @@ impl<'a> ReadQuery<'a> {
     /// (the whole strings for a string dimension).
     pub fn range_bytes(self, dim: &str, low: impl Into<Vec<u8>>, high: impl Into<Vec<u8>>) -> Self {
         self.push(dim, RangeSpec::Bytes(low.into(), high.into()))
+    }
+
+    /// Reads the cells at `points` instead of a subarray (no ranges may be set): the result
+    /// holds them in the order of the points, a point asked twice twice. On a sparse array a
+    /// point without a cell gives nothing and one with several (duplicates allowed) gives
+    /// them all, in the array's order; on a dense array every point gives its cell, or the
+    /// fill value. The fields, condition, time range and deletes apply as in other reads;
+    /// the layout is ignored, and the memory budget bounds the reads of the tiles only (the
+    /// result comes whole, as one batch of [`Self::batches`]).
+    ///
+    /// Points outside the domain (or current domain) are an [`Error::InvalidRange`] naming
+    /// the dimension, the point and its value; dimensions without coordinates, unknown
+    /// names and lists of different lengths an [`Error::InvalidQuery`] /
+    /// [`Error::UnknownField`], reported by [`Self::execute`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tessera_query::Array;
+    /// use tessera_query::read::Points;
+    /// use tessera_schema::{ArraySchema, Attribute, Dimension};
+    /// use tessera_storage::MemoryStorage;
+    /// use tessera_types::{ArrayType, Datatype};
+    ///
+    /// let storage = Arc::new(MemoryStorage::new());
+    /// let schema = ArraySchema::builder(ArrayType::Sparse)
+    ///     .dimension(Dimension::new("x", Datatype::Int64).domain_i64(0, 99).tile_i64(10))
+    ///     .attribute(Attribute::new("v", Datatype::Float64))
+    ///     .build()?;
+    /// Array::create(storage.clone(), &schema, &[])?;
+    /// let array = Array::open(storage.clone())?;
+    /// array.write().values("x", &[3i64, 7, 50]).values("v", &[0.3, 0.7, 5.0]).submit()?;
+    /// let array = Array::open(storage)?;
+    /// // 50, then 3 twice; nothing is stored at 4.
+    /// let points = Points::new().coords("x", [50i64, 3, 4, 3]);
+    /// let result = array.read().points(points).execute()?;
+    /// assert_eq!(&result.values::<i64>("x")?[..], &[50, 3, 3]);
+    /// assert_eq!(&result.values::<f64>("v")?[..], &[5.0, 0.3, 0.3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn points(mut self, points: Points) -> Self {
+        self.points = Some(points);
+        self
     }
 
     /// The attributes to return, in this order (default: every attribute, in schema order).
@@ -309,10 +357,15 @@ impl<'a> ReadQuery<'a> {
     /// fit the schema, or a delete commit libtiledb could not load; storage errors;
     /// [`Error::Tile`] / [`Error::Corrupt`] for corrupt data.
     pub fn execute(self) -> Result<ReadResult> {
+        if let Some(points) = &self.points {
+            let result = points::read(&self, points);
+            pool::release();
+            return result;
+        }
         let mut batches = self.batches()?;
         let mut result = empty_result(&batches.fields);
         match &mut batches.inner {
-            Inner::Empty => {}
+            Inner::Empty | Inner::Ready(_) => {}
             Inner::Dense(r) => {
                 if r.budget().is_none() {
                     r.presize(&mut result);
@@ -333,6 +386,10 @@ impl<'a> ReadQuery<'a> {
     /// come as items of the iterator (after an error, it ends).
     pub fn batches(self) -> Result<Batches<'a>> {
         let fields = self.fields()?;
+        if let Some(points) = &self.points {
+            let result = points::read(&self, points)?;
+            return Ok(Batches { fields, inner: Inner::Ready(Some(result)), meter: None });
+        }
         let condition = self.parsed_condition()?;
         let array = self.array;
         let schema = array.schema();
@@ -367,7 +424,7 @@ impl<'a> ReadQuery<'a> {
                 condition,
             )?))
         } else {
-            let filter = SparseFilter { condition, deletes: self.deletes()? };
+            let filter = SparseFilter { condition, deletes: self.deletes()?, points: None };
             Inner::Sparse(Box::new(SparseReader::new(
                 array,
                 &subarray,
@@ -406,6 +463,13 @@ impl<'a> ReadQuery<'a> {
         aggs: &[Aggregate],
         use_metadata: bool,
     ) -> Result<Vec<AggregateValue>> {
+        if self.points.is_some() {
+            return Err(Error::InvalidQuery(
+                "aggregates of a read of points are not supported (read the points and \
+                 aggregate their values)"
+                    .into(),
+            ));
+        }
         let array = self.array;
         let schema = array.schema();
         let plan = Plan::new(schema, aggs)?;
@@ -430,7 +494,7 @@ impl<'a> ReadQuery<'a> {
             pool::release();
             total?
         } else {
-            let filter = SparseFilter { condition, deletes: self.deletes()? };
+            let filter = SparseFilter { condition, deletes: self.deletes()?, points: None };
             let mut r =
                 SparseReader::new(array, &subarray, out, Layout::Unordered, budget, filter)?;
             let total = r.aggregate(&plan, use_metadata);
@@ -473,6 +537,8 @@ impl Batches<'_> {
 #[derive(Debug)]
 enum Inner<'a> {
     Empty,
+    /// A result computed at once (a point read).
+    Ready(Option<ReadResult>),
     Dense(Box<DenseReader<'a>>),
     Sparse(Box<SparseReader<'a>>),
 }
@@ -484,6 +550,11 @@ impl Iterator for Batches<'_> {
         let mut batch = empty_result(&self.fields);
         let next = match &mut self.inner {
             Inner::Empty => return None,
+            Inner::Ready(result) => {
+                let result = result.take();
+                self.inner = Inner::Empty;
+                return result.map(Ok);
+            }
             Inner::Dense(r) => r.next_batch(&mut batch),
             Inner::Sparse(r) => r.next_batch(&mut batch),
         };

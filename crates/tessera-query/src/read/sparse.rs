@@ -53,6 +53,7 @@ use crate::fragment::Fragment;
 use crate::read::column::{OutField, Run, Source, copy_runs, gather};
 use crate::read::meter::{Held, TileMeter};
 use crate::read::order::{GlobalOrder, cmp_bytes, ord_key, retain_in_ranges, tile_index};
+use crate::read::points::PointSet;
 use crate::read::stats::{ExactStats, FieldMeta, Want};
 use crate::read::subarray::Subarray;
 use crate::read::tiles::{DecodedTile, FieldReader, QField, TileCells, TileJob, load_tiles};
@@ -67,6 +68,9 @@ pub(crate) struct SparseFilter {
     pub(crate) condition: Option<QueryCondition>,
     /// The visible delete and update commits, by timestamp.
     pub(crate) deletes: Vec<DeleteCondition>,
+    /// The points of a point read: only the tiles whose MBRs hold one are read, and only
+    /// the cells at one are kept.
+    pub(crate) points: Option<Arc<PointSet>>,
 }
 
 /// How results are ordered.
@@ -421,7 +425,13 @@ impl<'a> SparseReader<'a> {
         let tiles: Vec<Vec<TileOverlap>> = candidates
             .par_iter()
             .with_min_len(FRAGMENTS_PER_TASK)
-            .map(|(_, f)| Ok(f.rtree(storage)?.query(&dims, &ranges)))
+            .map(|(_, f)| {
+                let rtree = f.rtree(storage)?;
+                Ok(match &filter.points {
+                    Some(points) => points.tiles(&rtree),
+                    None => rtree.query(&dims, &ranges),
+                })
+            })
             .collect::<Result<_>>()?;
         let mut used: Vec<(usize, Arc<Fragment>, Vec<TileOverlap>)> = candidates
             .into_iter()
@@ -790,6 +800,9 @@ impl<'a> SparseReader<'a> {
                     &self.range_keys[0],
                     &mut keep,
                 );
+                if let Some(points) = &self.filter.points {
+                    points.retain_dim(0, &first.data, &mut keep);
+                }
             }
             kept_runs.push((i, runs_of(&keep)));
         }
@@ -935,6 +948,16 @@ impl<'a> SparseReader<'a> {
                     }
                 } else {
                     retain_in_ranges(dt.datatype, &tile.data, &self.range_keys[d], &mut keep);
+                }
+            }
+        }
+        if let Some(points) = &self.filter.points {
+            // The cells at a point asked (every tile of a point read is partial).
+            let mut key = Vec::new();
+            for (c, k) in keep.iter_mut().enumerate() {
+                if *k {
+                    let coord = |d: usize| t.fields[d].as_ref().map_or(&[][..], |x| x.cell(c));
+                    *k = points.find(coord, &mut key).is_some();
                 }
             }
         }

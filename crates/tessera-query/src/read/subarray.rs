@@ -225,7 +225,7 @@ fn convert(dim: &Dimension, spec: &RangeSpec) -> Result<Range> {
 }
 
 /// `v` as a value of integer (or float) type `dt`, refusing values out of the type's range.
-fn int_bytes(dt: Datatype, v: i128, err: &dyn Fn(String) -> Error) -> Result<Vec<u8>> {
+pub(crate) fn int_bytes(dt: Datatype, v: i128, err: &dyn Fn(String) -> Error) -> Result<Vec<u8>> {
     if dt.is_float() {
         return float_bytes(dt, v as f64, err);
     }
@@ -250,7 +250,7 @@ fn int_bytes(dt: Datatype, v: i128, err: &dyn Fn(String) -> Error) -> Result<Vec
     Ok(out)
 }
 
-fn float_bytes(dt: Datatype, v: f64, err: &dyn Fn(String) -> Error) -> Result<Vec<u8>> {
+pub(crate) fn float_bytes(dt: Datatype, v: f64, err: &dyn Fn(String) -> Error) -> Result<Vec<u8>> {
     if v.is_nan() {
         return Err(err("a bound is NaN".into()));
     }
@@ -309,7 +309,7 @@ fn check(schema: &ArraySchema, d: usize, dt: DimType, range: &Range) -> Result<(
 }
 
 /// A bound as text for error messages.
-fn show_value(dim: &Dimension, b: &[u8]) -> String {
+pub(crate) fn show_value(dim: &Dimension, b: &[u8]) -> String {
     if dim.is_var() {
         return format!("{:?}", String::from_utf8_lossy(b));
     }
