@@ -39,7 +39,7 @@ pub(crate) fn run(array: &Array, args: &AggregateArgs) -> Result<()> {
         q = q.where_text(c);
     }
     let values = q.aggregate(&aggs)?;
-    println!("{}", render(&aggs, &values, args.json)?);
+    outln!("{}", render(&aggs, &values, args.json)?)?;
     Ok(())
 }
 

@@ -40,7 +40,8 @@ impl Formatter for SpacedFormatter {
 /// Writes `value` on one line in the cells-JSONL layout.
 pub(crate) fn write_line<W: Write>(out: &mut W, value: &impl Serialize) -> io::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(&mut *out, SpacedFormatter);
-    value.serialize(&mut ser).map_err(io::Error::other)?;
+    // (An I/O error comes back as itself, a closed pipe included.)
+    value.serialize(&mut ser).map_err(io::Error::from)?;
     out.write_all(b"\n")
 }
 

@@ -134,7 +134,7 @@ pub(crate) fn run_consolidate(array: &Path, args: &ConsolidateArgs) -> Result<()
         bar.finish_and_clear();
     }
     let report = report.with_context(|| array.display().to_string())?;
-    println!("{}", consolidate_summary(args.mode, &report));
+    outln!("{}", consolidate_summary(args.mode, &report))?;
     Ok(())
 }
 
@@ -162,6 +162,6 @@ pub(crate) fn run_vacuum(array: &Path, args: &VacuumArgs) -> Result<()> {
     if let Some(ign) = &report.output {
         line.push_str(&format!("; wrote {ign}"));
     }
-    println!("{line}");
+    outln!("{line}")?;
     Ok(())
 }

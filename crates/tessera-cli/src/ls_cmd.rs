@@ -63,16 +63,16 @@ pub(crate) fn run(path: &Path, json: bool) -> Result<()> {
         _ => vec![(location, text.clone())],
     };
     if roots.is_empty() && !json {
-        println!("{text}: no TileDB arrays or groups");
+        outln!("{text}: no TileDB arrays or groups")?;
     }
     for (root, uri) in roots {
         let node = object_node(Some(root.display_name()), &root, uri, &mut Vec::new())?;
         if json {
-            println!("{}", serde_json::to_string(&node)?);
+            outln!("{}", serde_json::to_string(&node)?)?;
         } else {
             let mut out = String::new();
             render(&node, "", "", &mut out);
-            print!("{out}");
+            out!("{out}")?;
         }
     }
     Ok(())

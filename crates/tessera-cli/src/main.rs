@@ -6,6 +6,24 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
+/// `println!` that returns the write's error (a closed pipe, a full disk) instead of
+/// panicking; [`main`] turns a closed pipe into a quiet exit. Every command prints through
+/// it, [`out!`] or its own `Write` of standard output.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
+/// `print!` as [`outln!`] is `println!`.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
 mod aggregate_cmd;
 mod cells;
 mod cells_input;
@@ -182,15 +200,33 @@ enum Command {
     },
 }
 
+/// The exit status after standard output was closed early (`tessera read ... | head`): what
+/// a process killed by `SIGPIPE` reports in a shell (128 + 13), as coreutils do.
+const BROKEN_PIPE_STATUS: u8 = 141;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of standard output went away: nothing more to say, to anyone.
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(BROKEN_PIPE_STATUS),
         Err(e) => {
             eprintln!("tessera: {}", error_line(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `e` (or one of its causes) is a write to a closed pipe, directly or through
+/// serde_json's writer.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::BrokenPipe;
+    e.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == BrokenPipe)
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(BrokenPipe))
+    })
 }
 
 /// The error and its causes on one line, as `{e:#}` prints them, except that a cause the line
@@ -216,14 +252,14 @@ fn run(cli: Cli) -> Result<()> {
         Command::Schema { array, json } => {
             let opened = open(&array, None)?;
             let text = if json { schema_cmd::json(&opened)? } else { schema_cmd::summary(&opened) };
-            println!("{text}");
+            outln!("{text}")?;
         }
         Command::Info { array, at } => {
             let opened = open(&array, at)?;
-            println!(
+            outln!(
                 "{}",
                 fragments_cmd::info(&opened).with_context(|| array.display().to_string())?
-            );
+            )?;
         }
         Command::Fragments { array, json, at } => {
             let opened = open(&array, at)?;
@@ -236,7 +272,7 @@ fn run(cli: Cli) -> Result<()> {
                 fragments_cmd::fragments_table(&opened)
                     .with_context(|| array.display().to_string())?
             };
-            println!("{text}");
+            outln!("{text}")?;
         }
         Command::Layout { array, json } => {
             let opened = open(&array, None)?;
@@ -248,7 +284,7 @@ fn run(cli: Cli) -> Result<()> {
             } else {
                 fragments_cmd::layout_text(&opened).with_context(|| array.display().to_string())?
             };
-            println!("{text}");
+            outln!("{text}")?;
         }
         Command::Read { array, args, at, between } => {
             let opened = open_in(&array, at, between.as_deref())?;

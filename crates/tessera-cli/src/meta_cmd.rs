@@ -125,18 +125,18 @@ pub(crate) fn run(target: &MetaTarget, action: MetaAction, json: bool) -> Result
             let md = target.metadata()?;
             let Some(v) = md.get(key.as_bytes()) else { bail!("no metadata key {key:?}") };
             if json {
-                println!("{}", serde_json::to_string(&v.to_json())?);
+                outln!("{}", serde_json::to_string(&v.to_json())?)?;
             } else {
-                println!("{}", human(v));
+                outln!("{}", human(v))?;
             }
         }
         MetaAction::List => {
             let md = target.metadata()?;
             if json {
-                println!("{}", serde_json::to_string(&md.to_json())?);
+                outln!("{}", serde_json::to_string(&md.to_json())?)?;
             } else {
                 for (k, v) in md.iter() {
-                    println!("{}: {}", String::from_utf8_lossy(k), human(v));
+                    outln!("{}: {}", String::from_utf8_lossy(k), human(v))?;
                 }
             }
         }

@@ -1,16 +1,18 @@
 //! `tessera read`: cells as JSONL, CSV or a table.
 
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use serde_json::Value as Json;
+use tessera::layers::query::read::Points;
 use tessera::layers::query::{Column, ReadResult};
 use tessera::layers::schema::json::{cell_json, value_from_json};
 use tessera::layers::types::{Datatype, Layout};
 use tessera::{Array, ArraySchema, Enumeration};
 
-use crate::cells::{Row, write_line};
+use crate::cells::{Row, cell_bytes, write_line};
 
 /// Result layouts of `--layout`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -43,6 +45,12 @@ pub(crate) struct ReadArgs {
     /// a JSON string).
     #[arg(long = "range", value_name = "DIM=LO:HI")]
     pub(crate) ranges: Vec<String>,
+    /// Read the cells at the points of FILE instead of a subarray (`-` for standard input):
+    /// JSONL, one object per point giving each dimension's coordinate as the cells JSONL
+    /// does (`{"x": 3, "gene": "BRCA1"}`; other keys of the cells JSONL are ignored, so the
+    /// output of a read can be fed back). Cells are printed in the order of the points.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["ranges", "layout"])]
+    pub(crate) points: Option<PathBuf>,
     /// The attributes to read, in this order (default: all).
     #[arg(long, value_delimiter = ',')]
     pub(crate) attrs: Option<Vec<String>>,
@@ -128,6 +136,47 @@ pub(crate) fn with_ranges<'a>(
     Ok(q)
 }
 
+/// The points of `--points`: JSONL text, one object per point with a coordinate per
+/// dimension of `schema` (keys naming attributes are ignored).
+pub(crate) fn parse_points(schema: &ArraySchema, text: &str) -> Result<Points> {
+    let dims = &schema.dimensions;
+    // Per dimension, the coordinates' bytes and where each ends.
+    let mut coords: Vec<(Vec<u8>, Vec<usize>)> = vec![(Vec::new(), Vec::new()); dims.len()];
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let object = match serde_json::from_str::<Json>(line) {
+            Ok(Json::Object(o)) => o,
+            Ok(_) => bail!("line {n}: expected a JSON object"),
+            Err(e) => bail!("line {n}: invalid JSON at column {}", e.column()),
+        };
+        for key in object.keys() {
+            if schema.dimension(key).is_none() && schema.attribute(key).is_none() {
+                bail!("line {n}: no dimension or attribute named {key:?}");
+            }
+        }
+        for (d, (data, ends)) in dims.iter().zip(&mut coords) {
+            let Some(value) = object.get(&d.name) else {
+                bail!("line {n}: missing dimension {:?}", d.name);
+            };
+            if value.is_null() {
+                bail!("line {n}, field {:?}: a coordinate cannot be null", d.name);
+            }
+            cell_bytes(d.datatype, d.cell_val_num, value, data)
+                .map_err(|m| anyhow::anyhow!("line {n}, field {:?}: {m}", d.name))?;
+            ends.push(data.len());
+        }
+    }
+    let mut points = Points::new();
+    for (d, (data, ends)) in dims.iter().zip(&coords) {
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        points = points.coords_bytes(&d.name, starts.zip(ends).map(|(s, &e)| &data[s..e]));
+    }
+    Ok(points)
+}
+
 /// How each output column prints: through its enumeration's labels, or as stored.
 struct Printer<'a> {
     enums: Vec<Option<&'a Enumeration>>,
@@ -181,6 +230,17 @@ fn layout(l: Option<LayoutArg>) -> Option<Layout> {
 pub(crate) fn run(array: &Array, args: &ReadArgs) -> Result<()> {
     let schema = array.schema();
     let mut q = with_ranges(schema, array.read(), &args.ranges)?;
+    if let Some(file) = &args.points {
+        let text = if file.as_os_str() == "-" {
+            std::io::read_to_string(std::io::stdin())
+                .context("reading the points from standard input")?
+        } else {
+            std::fs::read_to_string(file).with_context(|| file.display().to_string())?
+        };
+        let points =
+            parse_points(schema, &text).with_context(|| format!("--points {}", file.display()))?;
+        q = q.points(points);
+    }
     if let Some(attrs) = &args.attrs {
         q = q.attributes(attrs.iter().map(String::as_str));
     }
@@ -270,6 +330,43 @@ fn csv_field(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn points_parse_as_cells() {
+        use tessera::{ArrayType, Attribute, Dimension};
+        let schema = ArraySchema::builder(ArrayType::Sparse)
+            .dimension(Dimension::new("x", Datatype::Int32).domain_i64(0, 9).tile_i64(5))
+            .dimension(Dimension::new("s", Datatype::StringAscii))
+            .attribute(Attribute::new("a", Datatype::Float64))
+            .build()
+            .unwrap();
+        let points = parse_points(
+            &schema,
+            "{\"x\": 3, \"s\": \"a:b\"}\n\n{\"s\": \"\", \"x\": 0, \"a\": 1.5}\n",
+        )
+        .unwrap();
+        let want = tessera::layers::query::read::Points::new()
+            .coords_bytes("x", [3i32.to_le_bytes(), 0i32.to_le_bytes()])
+            .coords_bytes("s", ["a:b", ""]);
+        assert_eq!(points, want);
+        let err = |text: &str| format!("{:#}", parse_points(&schema, text).unwrap_err());
+        assert_eq!(err("{\"x\": 3}"), "line 1: missing dimension \"s\"");
+        assert_eq!(
+            err("{\"x\": 3, \"s\": \"a\", \"z\": 1}"),
+            "line 1: no dimension or attribute named \"z\""
+        );
+        assert_eq!(
+            err("{\"x\": null, \"s\": \"a\"}"),
+            "line 1, field \"x\": a coordinate cannot be null"
+        );
+        assert_eq!(
+            err("{\"x\": 1.5, \"s\": \"a\"}"),
+            "line 1, field \"x\": 1.5 is not a valid int32 value"
+        );
+        assert_eq!(err("[1, 2]"), "line 1: expected a JSON object");
+        assert!(err("{\"x\": ").starts_with("line 1: invalid JSON"));
+        assert!(parse_points(&schema, "").unwrap().is_empty());
+    }
 
     #[test]
     fn bounds_split_with_quotes() {

@@ -4,11 +4,12 @@
 //! The points are checked (types, domain, current domain) and deduplicated first; then:
 //!
 //! * dense arrays: the distinct points are grouped by space tile (or read as one group when
-//!   the whole set is cheap), and each group is read as a row-major dense read of either its
-//!   bounding box or the cross product of its distinct coordinates per dimension (runs of
-//!   consecutive coordinates merged), whichever costs less (cells, plus a fixed cost per box
-//!   of the cross product); groups are read in parallel, and each point's cell is found by
-//!   its row-major position in its group's result (no coordinates compared);
+//!   that reads no more space tiles and few more cells), and each group is read as a
+//!   row-major dense read of either its bounding box or the cross product of its distinct
+//!   coordinates per dimension (runs of consecutive coordinates merged), whichever costs less
+//!   (cells, plus a fixed cost per box of the cross product); groups are read in parallel,
+//!   and each point's cell is found by its row-major position in its group's result (no
+//!   coordinates compared);
 //! * sparse arrays: one read in global order, whose fragment tiles are those whose MBRs hold
 //!   a point (an R-tree walk carrying the points down, instead of the range query) and
 //!   whose cells are kept when their coordinates are a point asked (a hash of the distinct
