@@ -43,7 +43,7 @@
 //! // Nothing written: a read with a range returns the fill value.
 //! let result = array.read().range_i64("x", 2, 4).execute()?;
 //! assert_eq!(result.cell_num(), 3);
-//! assert_eq!(result.column("a").unwrap().cell(0), Some(&i32::MIN.to_le_bytes()[..]));
+//! assert_eq!(&result.values::<i32>("a")?[..], &[i32::MIN; 3]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
