@@ -62,6 +62,13 @@ def _fields(schema: ArraySchema) -> dict:
 
 def _values(f: _Field, data: np.ndarray, offsets, objects) -> np.ndarray:
     """The values of one result column as tiledb-py returns them (before masking)."""
+    if offsets is not None and len(offsets) == 0:
+        # tiledb-py views an empty var-sized buffer with the field's dtype.
+        if f.type == "string_utf8":
+            return np.zeros(0, dtype="U1")
+        if f.dtype.kind in "SU" or f.type in ("string_ascii", "char", "blob", "any"):
+            return np.zeros(0, dtype="S1")
+        return np.zeros(0, dtype=_types.VALUE_DTYPE.get(f.type, np.dtype("u1")))
     if offsets is not None:
         if f.type == "string_utf8":
             return objects
@@ -209,7 +216,7 @@ def _dense_ranges(array: "Array", idx) -> tuple[list, list, list]:
                 if e > int(hi):
                     e = int(hi) + 1
             if e <= s:
-                raise IndexError(f"empty slice {start}:{stop} on dimension {dim.name!r}")
+                raise TileDBError(f"empty or reversed range {start}:{stop} on dimension {dim.name!r}")
             ranges.append((dim.name, [(s, e - 1)]))
         steps.append(step)
     return ranges, drop, steps
@@ -252,6 +259,10 @@ def _multi_ranges(array: "Array", idx) -> list:
                 v = _scalar(s)
                 rs.append((v, v))
         out.append((dim.name, rs))
+    if not array.schema.sparse:
+        # Dense dimensions left out are read whole (libtiledb's default subarray).
+        for dim in list(dom)[len(idx):]:
+            out.append((dim.name, [dim.domain]))
     return out
 
 
@@ -349,8 +360,8 @@ class Array:
         self._isopen = False
 
     def reopen(self, timestamp=None) -> None:
-        if timestamp is not None:
-            self._timestamp = timestamp
+        # As tiledb-py: a reopen without a timestamp shows the array as it is now.
+        self._timestamp = timestamp
         self._native = _native_open(self._uri, self._timestamp)
         self._schema = ArraySchema._from_json(json.loads(self._native.schema_json()))
         self._fields = _fields(self._schema)
@@ -406,7 +417,15 @@ class Array:
     def dtype(self):
         if self.view_attr is not None:
             return self._schema.attr(self.view_attr).dtype
+        if self._schema.nattr != 1:
+            raise NotImplementedError("Multi-attribute does not have single dtype!")
         return self._schema.attr(0).dtype
+
+    @property
+    def ctx(self):
+        from .ctx import default_ctx
+
+        return default_ctx()
 
     @property
     def iswritable(self) -> bool:
@@ -431,6 +450,8 @@ class Array:
 
     def nonempty_domain(self):
         self._check_open()
+        if self._mode != "r":
+            raise TileDBError("nonempty_domain needs the array open for reading (mode 'r')")
         ned = self._native.nonempty_domain()
         if ned is None:
             return None
@@ -442,8 +463,6 @@ class Array:
             elif dim.dtype.kind == "m":
                 u = np.datetime_data(dim.dtype)[0]
                 out.append((np.timedelta64(lo, u), np.timedelta64(hi, u)))
-            elif isinstance(lo, bytes):
-                out.append((lo.decode("utf-8", "replace"), hi.decode("utf-8", "replace")))
             else:
                 out.append((lo, hi))
         return tuple(out)
@@ -471,6 +490,12 @@ class Array:
         self._check_open()
         if self._mode != "r":
             raise TileDBError(f"Array must be opened in read mode to read (mode={self._mode!r})")
+        if order == "G" and any(len(rs) > 1 for _, rs in ranges):
+            raise TileDBError("Multi-range reads are not supported on a global order query")
+        if self._schema.sparse and order in (None, "U"):
+            # libtiledb returns an unordered sparse read in global order (without
+            # duplicates); so does Tessera, so that results come in the same order.
+            order = "G"
         return self._native.read(_to_engine_ranges(self, ranges), attrs, dims, order, _translate_cond(cond, self._schema))
 
     def _attr_names(self, attrs):
@@ -498,11 +523,15 @@ class Array:
 
     @property
     def multi_index(self):
-        return MultiRangeIndexer(Query(self, coords=None))
+        if self._mode != "r":
+            raise ValueError("multi_index needs the array open for reading (mode 'r')")
+        return MultiRangeIndexer(Query(self, coords=None, order="U" if self._schema.sparse else "C"))
 
     @property
     def df(self):
-        return DataFrameIndexer(Query(self, coords=True))
+        if self._mode != "r":
+            raise ValueError(".df needs the array open for reading (mode 'r')")
+        return DataFrameIndexer(Query(self, coords=True, order="U" if self._schema.sparse else "C"))
 
     def read_points(self, coords, attrs=None, dims=True):
         """Reads the cells at the given points (one coordinate list per dimension, all of the
@@ -523,7 +552,7 @@ class Array:
         names = self._attr_names(attrs)
         dim_names = [d.name for d in dom] if dims is True else (list(dims) if dims else None)
         cols = self._native.read_points(pts, names, dim_names)
-        res = _convert(cols, self._fields, self._schema._enums, mask_nulls=False)
+        res = _convert(cols, self._fields, self._schema._enums, mask_nulls=True)
         out = OrderedDict((n, res[n]) for n in names)
         for n in dim_names or []:
             out[n] = res[n]
@@ -536,6 +565,27 @@ class Array:
 
     def label_index(self, labels):
         raise _tessera.NotSupportedError("dimension labels are not supported for reads yet")
+
+    def _labelled(self, res):
+        """``A[...]``'s results: enumerated attributes as their labels (tiledb-py maps the
+        codes there, not in ``subarray``/``query``)."""
+
+        def label(name, v):
+            a = self._schema.attr(name)
+            if a.enum_label is None:
+                return v
+            vals = self._schema.enum(a.enum_label).values()
+            if isinstance(v, np.ma.MaskedArray):
+                return np.ma.array(np.array([vals[i] for i in v.data.reshape(-1)]).reshape(v.shape), mask=v.mask)
+            return np.array([vals[i] for i in np.asarray(v).reshape(-1)]).reshape(np.shape(v))
+
+        if isinstance(res, dict):
+            for n in list(res):
+                if self._schema.has_attr(n):
+                    res[n] = label(n, res[n])
+            return res
+        name = self.view_attr if self.view_attr is not None else self._schema.attr(0).name
+        return label(name, res)
 
     # -- writes -----------------------------------------------------------------------------
     def _check_write(self):
@@ -557,10 +607,11 @@ class Array:
             if not f.nullable:
                 raise TileDBError(f"attribute {name!r} is not nullable: masked values cannot be written")
             validity = (~np.ma.getmaskarray(values)).astype(np.uint8).reshape(-1)
-            values = values.filled(values.fill_value if values.dtype.kind not in "OSU" else "")
+            # The values under the mask are written as they are (tiledb-py writes .data).
+            values = values.data
         if f.ncells == _types.VAR:
             arr = values if isinstance(values, np.ndarray) else np.asarray(values, dtype=object)
-            flat = arr.reshape(-1, order="K") if arr.ndim > 1 else arr
+            flat = arr.reshape(-1) if arr.ndim > 1 else arr
             if f.nullable and validity is None:
                 validity = np.array([v is not None for v in flat.tolist()], dtype=np.uint8)
             if f.type in ("string_utf8", "string_ascii", "char", "blob", "any", "geom_wkb", "geom_wkt") or f.dtype.kind in "SU":
@@ -588,6 +639,10 @@ class Array:
                 ok = True
             if not ok:
                 raise TileDBError(f"cannot write values of dtype {arr.dtype} to {name!r} of dtype {want}")
+            if arr.dtype.kind in "iufb" and want.kind in "iufb":
+                ok = True
+            if not ok:
+                raise TileDBError(f"cannot write values of dtype {arr.dtype} to {name!r} of dtype {want}")
             if want.kind == "S" and arr.dtype.kind == "S" and arr.dtype.itemsize != want.itemsize:
                 arr = arr.astype(want)
             elif want.kind == "V" or arr.dtype.kind == "V":
@@ -596,10 +651,12 @@ class Array:
                 arr = arr.astype(want)
         data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
         if f.nullable and validity is None:
+            # tiledb-py: NaN and infinities of a float attribute mark nulls.
+            flat = arr.reshape(len(arr) if arr.ndim else 1, -1) if arr.dtype.kind == "f" and f.ncells > 1 else arr.reshape(-1)
             if arr.dtype.kind == "f":
-                validity = (~np.isnan(arr.reshape(-1))).astype(np.uint8) if False else np.ones(arr.size, np.uint8)
+                validity = np.isfinite(flat).all(axis=-1).astype(np.uint8) if flat.ndim > 1 else np.isfinite(flat).astype(np.uint8)
             else:
-                validity = np.ones(arr.size if f.ncells in (1,) else arr.size, np.uint8)
+                validity = np.ones(data.size // max(1, _types.VALUE_DTYPE.get(f.type, np.dtype("u1")).itemsize * (f.ncells if f.ncells != _types.VAR else 1)), np.uint8)
         return (name, data, None, validity)
 
     def _submit(self, cols, ranges=None, order=None):
@@ -607,9 +664,11 @@ class Array:
 
     def __repr__(self):
         kind = "SparseArray" if self._schema.sparse else "DenseArray"
+        # tiledb-py quotes the URI of dense arrays only.
+        uri = repr(self._uri) if kind == "DenseArray" else self._uri
         if self._isopen:
-            return f"{kind}(uri={self._uri!r}, mode={self._mode}, ndim={self._schema.ndim})"
-        return f"{kind}(uri={self._uri!r}, mode=closed)"
+            return f"{kind}(uri={uri}, mode={self._mode}, ndim={self._schema.ndim})"
+        return f"{kind}(uri={uri}, mode=closed)"
 
     def __del__(self):
         try:
@@ -640,21 +699,29 @@ class DenseArray(Array):
         return self.domain.shape[0]
 
     def __getitem__(self, selection):
-        res = self.subarray(selection)
-        return res
+        return self._labelled(self.subarray(selection))
 
     def subarray(self, selection, attrs=None, cond=None, coords=False, order=None):
         self._check_open()
         if self._mode != "r":
             raise TileDBError("Write mode is not supported for subarray queries on Dense Arrays" if self._mode == "w" else "Invalid mode for subarray query on Dense Array")
         ranges, drop, steps = _dense_ranges(self, selection)
-        return self._dense_read(ranges, drop, steps, attrs, cond, coords, order or "C", mask=True, labels=True)
+        return self._dense_read(ranges, drop, steps, attrs, cond, coords, order or "C", mask=True, labels=False)
 
     def _dense_read(self, ranges, drop, steps, attrs, cond, coords, order, mask, labels):
-        names = self._attr_names(attrs)
-        attr_names = [n for n in names if self._schema.has_attr(n)]
-        dim_names = [d.name for d in self.domain] if coords is True else ([n for n in names if self.domain.has_dim(n)] + list(coords or []) if coords else [n for n in names if self.domain.has_dim(n)])
-        cols = self._read_cols(ranges, attr_names, dim_names or None, order, cond)
+        if self.view_attr is not None and attrs is None:
+            attr_names = [self.view_attr]
+        elif attrs is None:
+            attr_names = [a.name for a in self._schema]
+        else:
+            attr_names = self._attr_names(attrs)
+        if coords is True:
+            dim_names = [d.name for d in self.domain]
+        elif coords:
+            dim_names = list(coords)
+        else:
+            dim_names = []
+        cols = self._read_cols(ranges, [n for n in attr_names if self._schema.has_attr(n)], dim_names or None, order, cond)
         res = _convert(cols, self._fields, self._schema._enums, mask_nulls=mask, labels=labels)
         shape = []
         rng = dict(ranges)
@@ -662,35 +729,36 @@ class DenseArray(Array):
             rs = rng.get(dim.name)
             if rs is None:
                 shape.append(dim.size)
-            elif dim.isvar:
+            elif dim.isvar or dim.dtype.kind == "f":
                 shape.append(None)
             else:
-                shape.append(_range_len(dim, rs) if dim.dtype.kind != "f" else None)
+                shape.append(_range_len(dim, rs))
         out = OrderedDict()
-        for n in dim_names or []:
+        for n in dim_names:
             out[n] = res[n]
         for n in attr_names:
-            out[n] = res[n]
+            if n in res:
+                out[n] = res[n]
         if order in ("C", "F") and None not in shape:
+            n_cells = int(np.prod(shape))
             for n, v in out.items():
-                if v.size == int(np.prod(shape)):
+                if v.shape[:1] == (n_cells,) and v.ndim == 1:
                     v = v.reshape(shape, order=order)
                     if any(s is not None for s in steps):
                         v = v[tuple(slice(None, None, s) for s in steps)]
                     if drop:
-                        v = v.reshape([s for i, s in enumerate(v.shape) if i not in drop], order=order) if v.ndim else v
-                        if v.ndim == 0 or v.size == 1 and not v.shape:
-                            v = v[()]
+                        v = v.squeeze(axis=tuple(drop))
                     out[n] = v
-        if self.view_attr is not None and attrs is None and not coords:
+        if not coords and self._schema.nattr == 1 and self._schema.attr(0).isanon and self.view_attr is None:
+            return out[self._schema.attr(0).name]
+        if self.view_attr is not None:
             return out[self.view_attr]
-        if len(out) == 1 and attrs is None and not coords and len(attr_names) == 1:
-            return out[attr_names[0]]
         return out
 
     def __setitem__(self, selection, value):
         self._check_write()
-        ranges, drop, steps = _dense_ranges(self, selection) if selection != () else ([], [], [])
+        empty = isinstance(selection, tuple) and len(selection) == 0
+        ranges, drop, steps = _dense_ranges(self, selection) if not empty else ([], [], [])
         if any(s is not None for s in steps):
             raise IndexError("steps are not supported in writes")
         if isinstance(value, dict):
@@ -708,12 +776,17 @@ class DenseArray(Array):
             a = self._schema.attr(name)
             if not isinstance(v, np.ndarray) and not a.isvar:
                 v = np.asarray(v)
+            if isinstance(v, np.ndarray) and v.ndim == 0 and not isinstance(v, np.ma.MaskedArray):
+                v = np.full([int(x) for x in shape], v[()], dtype=v.dtype if v.dtype.kind != "U" or not a.isvar else object)
             if isinstance(v, np.ndarray) and v.dtype.kind != "O" and not a.isvar:
                 expect = int(np.prod([s for i, s in enumerate(shape)]))
-                if v.size * max(1, 1) != expect and not (a.ncells > 1 and v.dtype.kind != "V" and v.size == expect * a.ncells):
-                    raise ValueError(f"value shape {v.shape} does not match the subarray shape {tuple(shape)}")
+                if v.size != expect and not (a.ncells > 1 and v.dtype.kind != "V" and v.size == expect * a.ncells):
+                    # tiledb-py: ValueError for a single array, TileDBError for a dict.
+                    err = TileDBError if isinstance(value, dict) else ValueError
+                    raise err(f"value shape {v.shape} does not match the subarray shape {tuple(shape)}")
             elif isinstance(v, np.ndarray) and v.size != int(np.prod(shape)):
-                raise ValueError(f"value shape {v.shape} does not match the subarray shape {tuple(shape)}")
+                err = TileDBError if isinstance(value, dict) else ValueError
+                raise err(f"value shape {v.shape} does not match the subarray shape {tuple(shape)}")
             cols.append(self._column(name, v, nullmaps.get(name)))
         missing = [a.name for a in self._schema if a.name not in dict(items)]
         if missing:
@@ -737,14 +810,14 @@ class SparseArray(Array):
         raise TypeError("SparseArray length is ambiguous; use shape")
 
     def __getitem__(self, selection):
-        return self.subarray(selection)
+        return self._labelled(self.subarray(selection))
 
     def subarray(self, selection, coords=True, attrs=None, cond=None, order=None):
         self._check_open()
         if self._mode != "r":
             raise TileDBError("Array must be opened in read mode for reads")
         ranges = _sparse_ranges(self, selection)
-        return self._sparse_read(ranges, attrs, cond, coords, order or "U", mask=True, labels=True)
+        return self._sparse_read(ranges, attrs, cond, coords, order or "U", mask=True, labels=False)
 
     def _sparse_read(self, ranges, attrs, cond, coords, order, mask, labels):
         names = self._attr_names(attrs)
@@ -811,7 +884,11 @@ class SparseArray(Array):
             cols.append(self._column(name, v))
         self._submit(cols, None, "U")
 
-    def query(self, attrs=None, cond=None, dims=None, coords=True, order="U", use_arrow=None, return_arrow=False, return_incomplete=False, index_col=True, memory_budget=None, attr_cond=None):
+    def query(self, attrs=None, cond=None, dims=None, coords=None, order="U", use_arrow=None, return_arrow=False, return_incomplete=False, index_col=True, memory_budget=None, attr_cond=None):
+        if dims is False:
+            coords = False
+        elif dims is None and coords is None:
+            coords = True
         return super().query(attrs=attrs, cond=cond, dims=dims, coords=coords, order=order, use_arrow=use_arrow, return_arrow=return_arrow, return_incomplete=return_incomplete, index_col=index_col, memory_budget=memory_budget, attr_cond=attr_cond)
 
     def unique_dim_values(self, dim=None):
@@ -849,9 +926,13 @@ def _sparse_ranges(array, selection) -> list:
                     if v is not None and not isinstance(v, _INT_TYPES):
                         raise IndexError("cannot index integral domain dimension with floating point slice")
                 s = int(lo) if start is None else int(start)
+                if start is not None and s < 0:
+                    s += int(hi) + 1
                 e = int(hi) if stop is None else int(stop) - 1
+                if stop is not None and int(stop) < 0:
+                    e = int(stop) + int(hi) - 1
                 if s < int(lo) or e > int(hi):
-                    raise IndexError(f"index out of bounds of dimension {dim.name!r} domain {lo}..{hi}")
+                    raise TileDBError(f"range {s}..{e} is outside the domain {lo}..{hi} of dimension {dim.name!r}")
                 out.append((dim.name, [(s, e)]))
             else:
                 s = lo if start is None else start
@@ -860,6 +941,8 @@ def _sparse_ranges(array, selection) -> list:
         elif isinstance(sel, (list, np.ndarray)):
             raise IndexError("lists of indices are not supported by []: use .multi_index")
         else:
+            if isinstance(sel, _INT_TYPES) and dim.dtype.kind in "iu" and int(sel) < 0:
+                sel = int(sel) + int(dim.domain[1]) + 1
             out.append((dim.name, [(sel, sel)]))
     return out
 
@@ -885,21 +968,35 @@ class Query:
         self.memory_budget = memory_budget
         if order is not None and order not in ("C", "F", "G", "U"):
             raise ValueError("order must be 'C' (TILEDB_ROW_MAJOR), 'F' (TILEDB_COL_MAJOR), 'G' (TILEDB_GLOBAL_ORDER), or 'U' (TILEDB_UNORDERED)")
-        if dims not in (None, False) and dims is not True:
+        if dims not in (False, None) and coords is True and array.schema.sparse is False:
+            raise ValueError("Cannot pass both dims and has_coords=True to Query")
+        dom = array.schema.domain
+        if dims is True or coords is True:
+            self._dims = [d.name for d in dom]
+        elif dims:
             for d in dims:
-                if not array.schema.domain.has_dim(d):
-                    raise TileDBError(f"Selected dimension does not exist: {d!r}")
+                if not dom.has_dim(d):
+                    raise TileDBError(f"Selected dimension does not exist: '{d}'")
+            self._dims = list(dims)
+        else:
+            self._dims = None
+        self._has_coords = coords
+        if attrs is not None:
+            for n in attrs:
+                if not array.schema.has_attr(n):
+                    raise TileDBError(f"Selected attribute does not exist: '{n}'")
+        if return_incomplete and memory_budget is None and not array.schema.sparse and False:
+            pass
 
-    def _dim_names(self, default):
-        if self.dims is True:
-            return [d.name for d in self.array.domain]
-        if self.dims not in (None, False):
-            return list(self.dims)
-        if self.coords is True:
-            return [d.name for d in self.array.domain]
-        if self.coords is None:
-            return default
-        return []
+    def _dim_names(self, default=None):
+        """The dimensions a multi-range read returns (tiledb-py's rules)."""
+        if self._dims is not None:
+            return list(self._dims)
+        if self._has_coords is False:
+            return []
+        if not self.array.schema.sparse:
+            return []
+        return [d.name for d in self.array.domain]
 
     def _attr_names(self):
         if self.attrs is None:
@@ -908,42 +1005,45 @@ class Query:
 
     def __getitem__(self, selection):
         a = self.array
+        if self.return_arrow:
+            raise TileDBError("`return_arrow=True` requires .df indexer`")
         if self.return_incomplete:
             if a.schema.sparse:
                 ranges = _sparse_ranges(a, selection)
             else:
                 ranges, _, _ = _dense_ranges(a, selection)
             return self._batches(ranges)
+        coords = self._has_coords if self._has_coords else self._dims
         if a.schema.sparse:
-            ranges = _sparse_ranges(a, selection)
-            dims = self._dim_names([d.name for d in a.domain])
-            res = a._sparse_read(ranges, self.attrs if self.attrs is not None else None, self.cond, dims, self.order or "U", mask=True, labels=True)
-            if isinstance(res, dict) and self.attrs is not None:
-                return res
-            return res
-        ranges, drop, steps = _dense_ranges(a, selection)
-        dims = self._dim_names([])
-        res = a._dense_read(ranges, drop, steps, self._attr_names(), self.cond, dims or False, self.order or "C", mask=True, labels=True)
-        if not isinstance(res, dict):
-            res = OrderedDict([(self._attr_names()[0], res)])
-        return res
+            return a.subarray(selection, coords=coords if coords is not None else False, attrs=self.attrs, cond=self.cond, order=self.order)
+        return a.subarray(selection, attrs=self.attrs, cond=self.cond, coords=coords or False, order=self.order)
 
-    def _batches(self, ranges):
+    def _batches(self, ranges, mask=True):
+        """Results in batches of about the memory budget: for ``[]`` as ``A[...]`` gives them
+        (attributes then dimensions, nulls masked), for ``multi_index`` as it does
+        (dimensions then attributes). Dense batches are 1-D runs of the cells in order, with
+        their coordinates."""
         budget = int(self.memory_budget or a_config_budget(self.array))
         a = self.array
         names = self._attr_names()
         attr_names = [n for n in names if a.schema.has_attr(n)]
-        dims = self._dim_names([d.name for d in a.domain]) or [d.name for d in a.domain]
+        dims = self._dim_names() or [d.name for d in a.domain]
         order = self.order or ("U" if a.schema.sparse else "C")
         it = a._native.read_batches(budget, _to_engine_ranges(a, ranges), attr_names, dims, order, _translate_cond(self.cond, a.schema))
-        for cols in it:
-            res = _convert(cols, a._fields, a.schema._enums, mask_nulls=False, labels=True)
-            out = OrderedDict()
-            for n in attr_names:
-                out[n] = res[n]
-            for n in dims:
-                out[n] = res[n]
-            yield out
+
+        def gen():
+            for cols in it:
+                res = _convert(cols, a._fields, a.schema._enums, mask_nulls=mask, labels=True)
+                keys = (attr_names + dims) if mask else (dims + attr_names)
+                yield OrderedDict((n, res[n]) for n in keys)
+
+        return gen()
+
+    def _batches_raw(self, ranges, attr_names, dims):
+        a = self.array
+        budget = int(self.memory_budget or a_config_budget(a))
+        order = self.order or ("U" if a.schema.sparse else "C")
+        return a._native.read_batches(budget, _to_engine_ranges(a, ranges), attr_names, dims or None, order, _translate_cond(self.cond, a.schema))
 
     @property
     def multi_index(self):
@@ -990,40 +1090,26 @@ class MultiRangeIndexer:
         a = self.array
         ranges = _multi_ranges(a, idx)
         if q.return_incomplete:
-            return q._batches(ranges)
-        names = q._attr_names()
-        attr_names = [n for n in names if a.schema.has_attr(n)]
-        if a.schema.sparse:
-            dims = q._dim_names([d.name for d in a.domain])
-            order = q.order or "U"
-        else:
-            dims = q._dim_names([])
-            order = q.order or "C"
-        dims = [n for n in names if a.schema.domain.has_dim(n) and n not in dims] + dims
+            return q._batches(ranges, mask=False)
+        attr_names = [a.view_attr] if a.view_attr is not None else (list(q.attrs) if q.attrs is not None else [x.name for x in a.schema])
+        dims = q._dim_names()
+        order = q.order or ("U" if a.schema.sparse else "C")
         if q.return_arrow:
             return self._arrow(ranges, attr_names, dims, order)
         cols = a._read_cols(ranges, attr_names, dims or None, order, q.cond)
         res = _convert(cols, a._fields, a.schema._enums, mask_nulls=False, labels=True)
         out = OrderedDict()
-        if a.schema.sparse:
-            for n in attr_names:
-                out[n] = res[n]
-            for n in dims:
-                out[n] = res[n]
-        else:
-            for n in dims:
-                out[n] = res[n]
-            for n in attr_names:
-                out[n] = res[n]
+        for n in dims:
+            out[n] = res[n]
+        for n in attr_names:
+            out[n] = res[n]
+        if not a.schema.sparse:
             if order in ("C", "F"):
                 shape = []
                 rng = dict(_to_engine_ranges(a, ranges))
                 ok = True
                 for dim in a.domain:
-                    rs = dict(ranges).get(dim.name)
-                    if not rs:
-                        ok = False
-                        break
+                    rs = dict(ranges).get(dim.name) or [dim.domain]
                     if dim.dtype.kind in "iuM":
                         shape.append(_range_len(dim, rs))
                     else:
@@ -1035,86 +1121,97 @@ class MultiRangeIndexer:
         return out
 
     def _arrow(self, ranges, attr_names, dims, order):
-        import pyarrow as pa
-
         a = self.array
         cols = a._read_cols(ranges, attr_names, dims or None, order, self.query.cond)
-        res = _convert(cols, a._fields, a.schema._enums, mask_nulls=True, labels=True)
-        arrays, names = [], []
-        for n in dims + attr_names:
-            v = res[n]
-            if isinstance(v, np.ma.MaskedArray):
-                arrays.append(pa.array(v.data, mask=np.ma.getmaskarray(v)))
-            else:
-                arrays.append(pa.array(v))
-            names.append(n)
-        return pa.Table.from_arrays(arrays, names=names)
+        return _arrow_table(a, cols, dims + attr_names)
 
 
 class DataFrameIndexer(MultiRangeIndexer):
-    """``A.df[...]``: the cells as a pandas DataFrame (dimensions then attributes), with the
-    index and dtypes tiledb-py's pandas metadata records."""
+    """``A.df[...]``: the cells as a pandas DataFrame (dimensions then attributes), built as
+    tiledb-py builds it (through Arrow unless an attribute has several values per cell, or
+    ``use_arrow=False``), with the index and dtypes its pandas metadata records."""
 
     def __getitem__(self, idx):
-        import pandas as pd
-
         q = self.query
         a = self.array
         ranges = _multi_ranges(a, idx)
-        names = q._attr_names()
-        attr_names = [n for n in names if a.schema.has_attr(n)]
-        dims = q._dim_names([d.name for d in a.domain]) if q.dims not in (None, False) or q.coords in (True, None) else []
-        if q.dims is None and q.coords in (True, None, False) and not (q.coords is False and a.schema.sparse is False and q.dims is not None):
-            dims = [d.name for d in a.domain] if q.coords is not False or q.dims is None else dims
+        attr_names = [a.view_attr] if a.view_attr is not None else (list(q.attrs) if q.attrs is not None else [x.name for x in a.schema])
+        dims = q._dim_names()
         order = q.order or ("U" if a.schema.sparse else "C")
+        arrow_ok = not any(
+            (f.ncells == _types.VAR and f.dtype.kind not in "SU") or (f.ncells not in (1, _types.VAR) and f.dtype.kind not in "SU")
+            for f in (a._fields[n] for n in attr_names)
+        )
+        use_arrow = q.use_arrow
+        if q.return_arrow and use_arrow is False:
+            raise TileDBError("Cannot initialize return_arrow with use_arrow=False")
+        if use_arrow and not arrow_ok:
+            raise TileDBError("Multi-value attributes are not currently supported when use_arrow=True. Use `query(use_arrow=False)`.")
+        use_arrow = arrow_ok if use_arrow is None else use_arrow
         if q.return_incomplete:
-            return (self._frame(pd, a, r) for r in q._batches(ranges))
+            return (self._frame(a, r, dims + attr_names, use_arrow, q.return_arrow) for r in q._batches_raw(ranges, attr_names, dims))
         cols = a._read_cols(ranges, attr_names, dims or None, order, q.cond)
-        res = _convert(cols, a._fields, a.schema._enums, mask_nulls=True, labels=False)
-        data = OrderedDict()
-        for n in dims:
-            data[n] = res[n]
-        for n in attr_names:
-            data[n] = res[n]
-        if q.return_arrow:
-            import pyarrow as pa
+        return self._frame(a, cols, dims + attr_names, use_arrow, q.return_arrow)
 
-            return pa.Table.from_pandas(self._frame(pd, a, data), preserve_index=False)
-        return self._frame(pd, a, data)
+    def _frame(self, a, cols, names, use_arrow, return_arrow):
+        import pandas as pd
 
-    def _frame(self, pd, a, data):
-        cols = {}
-        for n, v in data.items():
-            f = a._fields[n]
-            if f.enum is not None:
-                vals = a.schema.enum(f.enum).values()
-                codes = np.asarray(v.data if isinstance(v, np.ma.MaskedArray) else v).astype(np.int64)
-                if isinstance(v, np.ma.MaskedArray):
-                    codes = np.where(np.ma.getmaskarray(v), -1, codes)
-                cols[n] = pd.Categorical.from_codes(codes, categories=vals, ordered=a.schema.enum(f.enum).ordered)
-            elif isinstance(v, np.ma.MaskedArray):
-                m = np.ma.getmaskarray(v)
-                if v.dtype.kind in "iu":
-                    cols[n] = pd.array(v.data, dtype=f"{'U' if v.dtype.kind == 'u' else ''}Int{v.dtype.itemsize * 8}")
-                    cols[n][m] = pd.NA
-                elif v.dtype.kind == "f":
-                    cols[n] = np.where(m, np.nan, v.data)
-                elif v.dtype.kind == "O":
-                    d = v.data.copy()
-                    d[m] = None
-                    cols[n] = d
-                elif v.dtype.kind == "b":
-                    cols[n] = pd.array(np.where(m, None, v.data), dtype="boolean")
-                else:
-                    cols[n] = v.data
-            elif v.dtype.kind == "V" or (v.dtype.kind == "S" and v.dtype.itemsize > 1 and False):
-                cols[n] = list(v)
-            elif f.type == "bool" or v.dtype.kind == "b":
-                cols[n] = v.astype(bool)
-            else:
-                cols[n] = v
-        df = pd.DataFrame(cols)
+        if not use_arrow:
+            res = _convert(cols, a._fields, a.schema._enums, mask_nulls=False, labels=True)
+            df = pd.DataFrame(OrderedDict((n, res[n]) for n in names))
+            return _update_df_from_meta(df, a, self.query.index_col)
+        table = _arrow_table(a, cols, names)
+        if return_arrow:
+            return table
+        df = table.to_pandas()
         return _update_df_from_meta(df, a, self.query.index_col)
+
+
+def _arrow_table(a, cols, names):
+    """The cells as the pyarrow Table tiledb-py's dataframe path builds (its types, and the
+    pandas metadata it attaches)."""
+    import pyarrow as pa
+
+    by_name = {c[0]: c for c in cols}
+    arrays, fields, meta_cols = [], [], []
+    for n in names:
+        _, data, offsets, validity, objects = by_name[n]
+        f = a._fields[n]
+        mask = None if validity is None else (validity == 0)
+        if f.enum is not None:
+            e = a.schema.enum(f.enum)
+            idx = pa.array(data.view(f.dtype), mask=mask)
+            dictionary = pa.array(list(e.values()))
+            arr = pa.DictionaryArray.from_arrays(idx, dictionary)
+        elif offsets is not None:
+            vals = _values(f, data, offsets, objects)
+            if f.type in ("string_utf8", "string_ascii"):
+                items = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in vals]
+                arr = pa.array(items, type=pa.large_string(), mask=mask)
+            else:
+                arr = pa.array(list(vals), type=pa.large_binary(), mask=mask)
+        elif f.dtype.kind == "S":
+            width = max(f.dtype.itemsize, 1)
+            cells = len(data) // width
+            valid = None if mask is None else pa.py_buffer(np.packbits(~mask, bitorder="little"))
+            arr = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), cells, [valid, pa.py_buffer(data)], null_count=-1 if mask is not None else 0)
+        elif f.dtype.kind == "b":
+            arr = pa.array(data.view(np.uint8), mask=mask)
+        else:
+            arr = pa.array(data.view(f.dtype), mask=mask)
+        if not f.is_dim and f.enum is None:
+            if f.dtype.kind == "b":
+                meta_cols.append({"field_name": n, "name": n, "numpy_type": "uint8", "pandas_type": "uint8"})
+            elif f.nullable and f.dtype.kind in "iu":
+                pd_t = f"{'U' if f.dtype.kind == 'u' else ''}Int{f.dtype.itemsize * 8}"
+                meta_cols.append({"field_name": n, "name": n, "numpy_type": pd_t, "pandas_type": pd_t})
+        arrays.append(arr)
+        fields.append(pa.field(n, arr.type))
+    meta = {b"pandas": json.dumps({
+        "columns": meta_cols,
+        "index_columns": [{"kind": "range", "name": None, "start": 0, "step": 1, "stop": len(arrays[0]) if arrays else 0}],
+    }).encode()}
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=meta))
 
 
 def _update_df_from_meta(df, array, index_col=True):
@@ -1180,6 +1277,10 @@ class AggregationProxy:
         return self._run(ranges)
 
     @property
+    def df(self):
+        raise NotImplementedError("`.df` is not supported for aggregates: use `[]` or `.multi_index`")
+
+    @property
     def multi_index(self):
         proxy = self
 
@@ -1208,13 +1309,10 @@ class AggregationProxy:
                     v = np.frombuffer(raw, dtype=_types.VALUE_DTYPE[tname])[0]
                     if f.dtype.kind in "Mm":
                         v = v.astype(f.dtype)
-            elif v is not None and op in ("sum",):
-                f = a._fields[name]
-                v = np.float64(v) if f.dtype.kind == "f" else (np.uint64(v) if f.dtype.kind == "u" else np.int64(v))
-            elif v is not None and op == "mean":
-                v = np.float64(v)
-            elif v is not None and op in ("count", "null_count"):
-                v = np.uint64(v)
+            if isinstance(v, np.generic) and v.dtype.kind not in "Mm":
+                v = v.item()
+            if v is None and (op == "mean" or (op in ("min", "max", "sum") and a._fields[name].dtype.kind == "f")):
+                v = float("nan")
             out.setdefault(name, OrderedDict())[op] = v
         if len(keys) == 1:
             name, op = keys[0]

@@ -94,6 +94,8 @@ class Metadata(MutableMapping):
         self._cache = None
 
     def _load(self) -> dict:
+        if getattr(self._owner, "mode", "r") == "w" and not hasattr(self._owner, "_adds"):
+            raise TileDBError("array metadata can only be read with the array open for reading")
         if self._cache is None:
             o = self._owner
             start, end = o._meta_range() if hasattr(o, "_meta_range") else o._native.timestamp_range()

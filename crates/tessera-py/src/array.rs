@@ -11,7 +11,7 @@ use tessera::layers::query::ReadQuery;
 use tessera::layers::query::consolidate::{self as cons, Mode, Options};
 use tessera::layers::query::object_type as stored_object_type;
 use tessera::layers::schema::json::{from_json_str, to_json, value_json};
-use tessera::{Aggregate, AggregateValue, Array, Column, Layout, ObjectType, ReadResult};
+use tessera::{Aggregate, AggregateValue, Array, Column, Datatype, Layout, ObjectType, ReadResult};
 
 use crate::convert::{self, Range};
 use crate::errors::{IntoPy, tiledb_error};
@@ -177,7 +177,10 @@ impl NativeArray {
         for (d, r) in schema.dimensions.iter().zip(&domain.0) {
             let pair = PyTuple::new(
                 py,
-                [convert::scalar(py, d.datatype, &r.low)?, convert::scalar(py, d.datatype, &r.high)?],
+                [
+                    convert::scalar(py, d.datatype, &r.low)?,
+                    convert::scalar(py, d.datatype, &r.high)?,
+                ],
             )?;
             out.append(pair)?;
         }
@@ -238,6 +241,48 @@ impl NativeArray {
         result_list(py, result)
     }
 
+    /// Reads the cells at the given points, in the order asked: `points` is a list of
+    /// `(dimension, [coordinate, ...])`, one list per dimension, all of the same length. Sparse
+    /// points holding no cell are left out; dense points give their value or the fill value.
+    #[pyo3(signature = (points, attrs=None, dims=None, cond=None))]
+    fn read_points<'py>(
+        &self,
+        py: Python<'py>,
+        points: Vec<(String, Bound<'py, PyAny>)>,
+        attrs: Option<Vec<String>>,
+        dims: Option<Vec<String>>,
+        cond: Option<String>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        use tessera::layers::query::read::Points;
+        let schema = self.array.schema();
+        let mut pts = Points::new();
+        for (dim, values) in points {
+            let dt = schema
+                .dimension(&dim)
+                .map(|d| d.datatype)
+                .ok_or_else(|| tiledb_error(format!("no dimension named {dim:?}")))?;
+            pts = if dt.is_string() {
+                let v: Vec<Vec<u8>> = values
+                    .try_iter()?
+                    .map(|x| convert::string_bytes(&x?))
+                    .collect::<PyResult<_>>()?;
+                pts.coords_str(&dim, v)
+            } else if dt == Datatype::Float64 {
+                pts.coords::<f64>(&dim, values.extract::<Vec<f64>>()?)
+            } else if dt == Datatype::Float32 {
+                pts.coords::<f32>(&dim, values.extract::<Vec<f32>>()?)
+            } else if dt == Datatype::UInt64 {
+                pts.coords::<u64>(&dim, values.extract::<Vec<u64>>()?)
+            } else {
+                pts.coords_i64(&dim, values.extract::<Vec<i64>>()?)
+            };
+        }
+        let spec = self.spec(None, attrs, dims, None, cond, None)?;
+        let array = self.array.clone();
+        let result = run(py, move || spec.query(&array).points(pts).execute().py_err())?;
+        result_list(py, result)
+    }
+
     /// The same read in batches of about `budget` bytes each: an iterator of column lists.
     #[pyo3(signature = (budget, ranges=None, attrs=None, dims=None, order=None, cond=None))]
     fn read_batches<'py>(
@@ -255,8 +300,13 @@ impl NativeArray {
         // One batch waits in the channel while the next is read: at most two in memory.
         let (tx, rx) = sync_channel::<PyResult<ReadResult>>(1);
         let (ready_tx, ready_rx) = sync_channel::<PyResult<()>>(1);
+        let pool = crate::runtime::current_pool()?;
+        // The producer waits on the channel between batches on a thread of its own; only the
+        // reading of each batch runs inside the pool, so that iterators a caller keeps
+        // without consuming them never hold the pool's workers.
         let producer = move || {
-            let batches = match spec.query(&array).batches() {
+            let query = spec.query(&array);
+            let mut batches = match pool.install(|| query.batches()) {
                 Ok(b) => {
                     let _ = ready_tx.send(Ok(()));
                     b
@@ -266,17 +316,16 @@ impl NativeArray {
                     return;
                 }
             };
-            for batch in batches {
+            while let Some(batch) = pool.install(|| batches.next()) {
                 let failed = batch.is_err();
                 if tx.send(batch.py_err()).is_err() || failed {
                     return;
                 }
             }
         };
-        let pool = crate::runtime::current_pool()?;
         std::thread::Builder::new()
             .name("tessera-batches".into())
-            .spawn(move || pool.install(producer))
+            .spawn(producer)
             .map_err(|e| tiledb_error(format!("cannot start a reader thread: {e}")))?;
         // Errors found before reading (bad ranges, fields, conditions) raise here.
         match wait(py, &ready_rx)? {

@@ -23,10 +23,13 @@ pub(crate) enum Range {
 
 /// The range `[low, high]` on a dimension of type `dt`, from Python values (ints, floats,
 /// `str` or `bytes`).
-pub(crate) fn range(dim: &str, dt: Datatype, low: &Bound<'_, PyAny>, high: &Bound<'_, PyAny>) -> PyResult<Range> {
-    let wrong = |e: PyErr| {
-        tiledb_error(format!("range on dimension {dim:?} ({}): {e}", dt.name()))
-    };
+pub(crate) fn range(
+    dim: &str,
+    dt: Datatype,
+    low: &Bound<'_, PyAny>,
+    high: &Bound<'_, PyAny>,
+) -> PyResult<Range> {
+    let wrong = |e: PyErr| tiledb_error(format!("range on dimension {dim:?} ({}): {e}", dt.name()));
     Ok(if dt.is_string() {
         Range::Bytes(string_bytes(low).map_err(wrong)?, string_bytes(high).map_err(wrong)?)
     } else if dt.is_float() {
@@ -54,7 +57,11 @@ pub(crate) fn string_bytes(v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 
 /// A fixed-size value of type `dt` as a Python scalar: `int` for integers, datetimes and
 /// times, `float`, `bool`, `bytes` for characters and strings.
-pub(crate) fn scalar<'py>(py: Python<'py>, dt: Datatype, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn scalar<'py>(
+    py: Python<'py>,
+    dt: Datatype,
+    bytes: &[u8],
+) -> PyResult<Bound<'py, PyAny>> {
     fn arr<const N: usize>(b: &[u8]) -> PyResult<[u8; N]> {
         b.get(..N)
             .and_then(|s| s.try_into().ok())
@@ -71,7 +78,9 @@ pub(crate) fn scalar<'py>(py: Python<'py>, dt: Datatype, bytes: &[u8]) -> PyResu
         D::UInt64 => u64::from_le_bytes(arr(bytes)?).into_pyobject(py)?.into_any(),
         D::Float32 => f32::from_le_bytes(arr(bytes)?).into_pyobject(py)?.into_any(),
         D::Float64 => f64::from_le_bytes(arr(bytes)?).into_pyobject(py)?.into_any(),
-        D::Bool => (bytes.first().copied().unwrap_or(0) != 0).into_pyobject(py)?.to_owned().into_any(),
+        D::Bool => {
+            (bytes.first().copied().unwrap_or(0) != 0).into_pyobject(py)?.to_owned().into_any()
+        }
         _ if dt.is_string() || dt.size() == 1 && !dt.is_integer() => {
             PyBytes::new(py, bytes).into_any()
         }
@@ -126,7 +135,19 @@ fn var_objects<'py>(
             .ok()
             .zip(usize::try_from(end).ok())
             .and_then(|(s, e)| data.get(s..e))
-            .ok_or_else(|| tiledb_error(format!("cell {i}: offsets {start}..{end} outside the data")))?;
+            .ok_or_else(|| {
+                tiledb_error(format!("cell {i}: offsets {start}..{end} outside the data"))
+            })?;
+        // tiledb-py decodes UTF-8 cells through numpy's str type, which drops trailing NUL
+        // characters: the default fill of a var string ("\0") reads as "". Bytes stay whole.
+        let cell = if strings {
+            match cell.iter().rposition(|&b| b != 0) {
+                Some(last) => &cell[..=last],
+                None => &cell[..0],
+            }
+        } else {
+            cell
+        };
         let obj = if strings {
             match std::str::from_utf8(cell) {
                 Ok(s) => PyString::new(py, s).into_any().unbind(),

@@ -70,9 +70,9 @@ fn member_type(uri: &str, given: Option<&str>) -> PyResult<ObjectType> {
     }
     let storage = location::storage(uri)?;
     match stored_object_type(storage.as_ref()) {
-        Ok(ObjectType::Invalid) => Err(tiledb_error(format!(
-            "{uri}: no TileDB array or group there to add as a member"
-        ))),
+        Ok(ObjectType::Invalid) => {
+            Err(tiledb_error(format!("{uri}: no TileDB array or group there to add as a member")))
+        }
         Ok(t) => Ok(t),
         Err(e) => Err(tiledb_error(format!("{uri}: {}", chain(&e)))),
     }

@@ -104,20 +104,34 @@ pub(crate) fn validate(s: &ArraySchema) -> Result<()> {
         return Err(Error::invalid("a dense array needs at least one attribute"));
     }
 
+    // libtiledb 2.30: attribute names starting with "__" are reserved (dimensions may use
+    // them: tiledb-py names its default dimensions `__dim_0`, `__tiledb_rows`); an attribute
+    // may be anonymous (the empty name tiledb-py gives `from_numpy` arrays); a dimension
+    // needs a name.
     let mut names = HashSet::new();
-    let all_names =
-        s.dimensions.iter().map(|d| &d.name).chain(s.attributes.iter().map(|a| &a.name));
-    for name in all_names {
-        if name.is_empty() {
-            return Err(Error::invalid("dimension and attribute names cannot be empty"));
+    for d in &s.dimensions {
+        if d.name.is_empty() {
+            return Err(Error::invalid("dimension names cannot be empty"));
         }
-        if name.starts_with("__") {
+        if !names.insert(d.name.as_str()) {
             return Err(Error::invalid(format!(
-                "name {name:?} is reserved (names cannot start with \"__\")"
+                "duplicate dimension or attribute name {:?}",
+                d.name
             )));
         }
-        if !names.insert(name.as_str()) {
-            return Err(Error::invalid(format!("duplicate dimension or attribute name {name:?}")));
+    }
+    for a in &s.attributes {
+        if a.name.starts_with("__") {
+            return Err(Error::invalid(format!(
+                "attribute name {:?} is reserved (attribute names cannot start with \"__\")",
+                a.name
+            )));
+        }
+        if !names.insert(a.name.as_str()) {
+            return Err(Error::invalid(format!(
+                "duplicate dimension or attribute name {:?}",
+                a.name
+            )));
         }
     }
 
