@@ -49,7 +49,7 @@ class NativeArray:
         dims: Optional[Sequence[str]] = None,
     ) -> list[Column]: ...
     def aggregate(
-        self, aggs: Sequence[str], ranges: Optional[Ranges] = None, cond: Optional[str] = None
+        self, aggs: Sequence[tuple[str, str]], ranges: Optional[Ranges] = None, cond: Optional[str] = None
     ) -> list[Any]: ...
     def write(
         self,

@@ -1295,7 +1295,7 @@ class AggregationProxy:
         texts, keys = [], []
         for name, ops in self.spec.items():
             for op in ops:
-                texts.append("count" if op == "count" else f"{op}({name})")
+                texts.append((op, name))
                 keys.append((name, op))
         vals = a._native.aggregate(texts, _to_engine_ranges(a, ranges), _translate_cond(self.query.cond, a.schema))
         out = OrderedDict()

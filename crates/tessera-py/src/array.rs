@@ -335,19 +335,33 @@ impl NativeArray {
         Ok(NativeBatches { rx: Mutex::new(Some(rx)) })
     }
 
-    /// Aggregates over the selected cells: `aggs` as texts (`count`, `sum(a)`, ...); values
+    /// Aggregates over the selected cells: `aggs` as `(op, field)` pairs (`("count", "")`,
+    /// `("sum", "a")`, ...); values
     /// in that order: `None`, `int`, `float`, or `(datatype name, bytes)` for a minimum or
     /// maximum in the field's type.
     #[pyo3(signature = (aggs, ranges=None, cond=None))]
     fn aggregate<'py>(
         &self,
         py: Python<'py>,
-        aggs: Vec<String>,
+        aggs: Vec<(String, String)>,
         ranges: Option<Bound<'py, PyAny>>,
         cond: Option<String>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let aggs: Vec<Aggregate> =
-            aggs.iter().map(|a| Aggregate::parse(a)).collect::<Result<_, _>>().py_err()?;
+        // `(op, field)` pairs, so that any field name works (anonymous attributes too).
+        let aggs: Vec<Aggregate> = aggs
+            .into_iter()
+            .map(|(op, field)| {
+                Ok(match op.as_str() {
+                    "count" => Aggregate::count(),
+                    "sum" => Aggregate::sum(field),
+                    "min" => Aggregate::min(field),
+                    "max" => Aggregate::max(field),
+                    "mean" => Aggregate::mean(field),
+                    "null_count" => Aggregate::null_count(field),
+                    other => return Err(tiledb_error(format!("unknown aggregate {other:?}"))),
+                })
+            })
+            .collect::<PyResult<_>>()?;
         let spec = self.spec(ranges, None, None, None, cond, None)?;
         let array = self.array.clone();
         let values = run(py, move || spec.query(&array).aggregate(&aggs).py_err())?;
