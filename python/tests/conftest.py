@@ -79,65 +79,26 @@ def pytest_report_header(config):
 
 # What the engine does not match yet (each one is named in the issue's closing note); these
 # run as non-strict xfails for tessera, so that a fix shows up as XPASS. Keys are node-id
-# ids relative to python/tests (a function's name covers all its cases).
+# test functions, relative to python/tests (every case of the function).
 KNOWN_GAPS = {
-    'test_consolidate.py::test_consolidate_fragment_uris[engine]': 'consolidating a chosen list of fragments (the lifecycle issue)',
-    'test_consolidate.py::test_consolidate_fragment_uris[tiledb]': 'consolidating a chosen list of fragments (the lifecycle issue)',
-    'test_dense_read.py::test_dtypes[engine-ascii]': "a dtype's round trip differs from tiledb-py's",
-    'test_dense_read.py::test_dtypes[tiledb-ascii]': "a dtype's round trip differs from tiledb-py's",
-    'test_df.py::test_dense_df[engine-([1, 4], slice(None, None, None))]': 'dense .df details (Arrow types of strings)',
-    'test_df.py::test_dense_df[tiledb-([1, 4], slice(None, None, None))]': 'dense .df details (Arrow types of strings)',
-    'test_df.py::test_return_arrow[engine]': 'the Arrow schema of return_arrow differs',
-    'test_df.py::test_return_arrow[tiledb]': 'the Arrow schema of return_arrow differs',
-    'test_df.py::test_sparse_df_query[engine]': '.df with query(dims=, attrs=) column order',
-    'test_df.py::test_sparse_df_query[tiledb]': '.df with query(dims=, attrs=) column order',
-    'test_errors.py::test_bad_condition[a is None]': 'a condition tiledb-py refuses is accepted',
+    'test_consolidate.py::test_consolidate_fragment_uris': 'consolidating a chosen list of fragments (the lifecycle issue)',
+    'test_dense_read.py::test_dtypes': "a dtype's round trip differs from tiledb-py's",
+    'test_df.py::test_dense_df': 'dense .df details (Arrow types of strings)',
+    'test_df.py::test_return_arrow': 'the Arrow schema of return_arrow differs',
+    'test_df.py::test_sparse_df_query': '.df with query(dims=, attrs=) column order',
+    'test_errors.py::test_bad_condition': 'a condition tiledb-py refuses is accepted',
     'test_errors.py::test_bad_open_arguments': 'exception class for bad open() arguments',
     'test_errors.py::test_condition_on_dense_dimension': 'conditions on dense dimensions are accepted',
-    'test_from_numpy_pandas.py::test_from_pandas_sparse_index_dims[k]': "order of duplicate coordinates in the engine's sparse writer",
-    'test_multi_index.py::test_dense_query_variants[engine]': 'dense multi_index with query(dims=/coords=)',
-    'test_multi_index.py::test_dense_query_variants[tiledb]': 'dense multi_index with query(dims=/coords=)',
+    'test_from_numpy_pandas.py::test_from_pandas_sparse_index_dims': "order of duplicate coordinates in the engine's sparse writer",
+    'test_multi_index.py::test_dense_query_variants': 'dense multi_index with query(dims=/coords=)',
     'test_pickle_threads.py::test_pickle_attr_view_and_config': 'config is not carried through pickling',
-    'test_query.py::test_attrs_by_position[engine-engine]': 'attributes selected by position',
-    'test_query.py::test_attrs_by_position[engine-tiledb]': 'attributes selected by position',
-    'test_query.py::test_attrs_by_position[tiledb-engine]': 'attributes selected by position',
-    'test_query.py::test_attrs_by_position[tiledb-tiledb]': 'attributes selected by position',
-    "test_query.py::test_dense_agg[engine-{'i': ['sum', 'count']}]": "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
-    "test_query.py::test_dense_agg[engine-{'n': ['null_count', 'sum', 'min']}]": "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
-    "test_query.py::test_dense_agg[engine-{'s': 'count'}]": "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
-    "test_query.py::test_dense_agg[engine-{'v': 'sum'}]": "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
-    "test_query.py::test_dense_agg[engine-{'v': ['min', 'max', 'mean']}]": "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
-    "test_query.py::test_dense_agg[tiledb-{'i': ['sum', 'count']}]": "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
-    "test_query.py::test_dense_agg[tiledb-{'n': ['null_count', 'sum', 'min']}]": "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
-    "test_query.py::test_dense_agg[tiledb-{'s': 'count'}]": "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
-    "test_query.py::test_dense_agg[tiledb-{'v': 'sum'}]": "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
-    "test_query.py::test_dense_agg[tiledb-{'v': ['min', 'max', 'mean']}]": "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
-    'test_query.py::test_dense_cond[engine-i < 0]': 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_cond[engine-i >= -5 and v < 10.0]': 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_cond[engine-n != None and n > 10]': 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_cond[engine-n == None]': 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_cond[engine-not (v > 5.0)]': 'dense reads under a condition: var-sized fill values',
-    "test_query.py::test_dense_cond[engine-s == 's3']": 'dense reads under a condition: var-sized fill values',
-    "test_query.py::test_dense_cond[engine-s in ['s1', 's2']]": 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_cond[engine-v > 5.0]': 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_cond[tiledb-i < 0]': 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_cond[tiledb-i >= -5 and v < 10.0]': 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_cond[tiledb-n != None and n > 10]': 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_cond[tiledb-n == None]': 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_cond[tiledb-not (v > 5.0)]': 'dense reads under a condition: var-sized fill values',
-    "test_query.py::test_dense_cond[tiledb-s == 's3']": 'dense reads under a condition: var-sized fill values',
-    "test_query.py::test_dense_cond[tiledb-s in ['s1', 's2']]": 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_cond[tiledb-v > 5.0]': 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_order[engine-G]': 'dense global-order results are not reshaped',
-    'test_query.py::test_dense_order[tiledb-G]': 'dense global-order results are not reshaped',
-    'test_query.py::test_dense_order_u_raises[engine]': "order='U' on dense arrays is accepted",
-    'test_query.py::test_dense_order_u_raises[tiledb]': "order='U' on dense arrays is accepted",
-    'test_query.py::test_return_arrow[engine-engine]': 'return_arrow on [] / multi_index',
-    'test_query.py::test_return_arrow[engine-tiledb]': 'return_arrow on [] / multi_index',
-    'test_query.py::test_return_arrow[tiledb-engine]': 'return_arrow on [] / multi_index',
-    'test_query.py::test_return_arrow[tiledb-tiledb]': 'return_arrow on [] / multi_index',
-    'test_query.py::test_return_incomplete_getitem[engine]': 'return_incomplete batches of [] reads',
-    'test_query.py::test_return_incomplete_getitem[tiledb]': 'return_incomplete batches of [] reads',
+    'test_query.py::test_attrs_by_position': 'attributes selected by position',
+    'test_query.py::test_dense_agg': "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
+    'test_query.py::test_dense_cond': 'dense reads under a condition: var-sized fill values',
+    'test_query.py::test_dense_order': 'dense global-order results are not reshaped',
+    'test_query.py::test_dense_order_u_raises': "order='U' on dense arrays is accepted",
+    'test_query.py::test_return_arrow': 'return_arrow on [] / multi_index',
+    'test_query.py::test_return_incomplete_getitem': 'return_incomplete batches of [] reads',
     'test_write.py::test_dense_scalar_broadcast': 'scalar values broadcast in dense writes',
     'test_write.py::test_dense_var_and_fixed_strings': 'fixed-size string writes',
     'test_write.py::test_sparse_nullable': 'nulls of sparse writes from masked arrays',
@@ -146,9 +107,7 @@ KNOWN_GAPS = {
 
 
 def _known_gap(nodeid: str):
-    rel = nodeid.split("python/tests/", 1)[-1]
-    if rel in KNOWN_GAPS:
-        return KNOWN_GAPS[rel]
+    rel = nodeid.rsplit("tests/", 1)[-1]
     return KNOWN_GAPS.get(rel.split("[", 1)[0])
 
 
