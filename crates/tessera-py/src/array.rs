@@ -285,6 +285,7 @@ impl NativeArray {
 
     /// The same read in batches of about `budget` bytes each: an iterator of column lists.
     #[pyo3(signature = (budget, ranges=None, attrs=None, dims=None, order=None, cond=None))]
+    #[allow(clippy::too_many_arguments)] // the Python call's keyword arguments
     fn read_batches<'py>(
         &self,
         py: Python<'py>,

@@ -26,10 +26,10 @@ static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
 pub(crate) fn current_pool() -> PyResult<Arc<rayon::ThreadPool>> {
     let pid = std::process::id();
     let mut slot = POOL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((owner, pool)) = slot.as_ref() {
-        if *owner == pid {
-            return Ok(pool.clone());
-        }
+    if let Some((owner, pool)) = slot.as_ref()
+        && *owner == pid
+    {
+        return Ok(pool.clone());
     }
     // A pool inherited through fork has no threads in this process: it is never used or
     // dropped again (dropping it would wait on threads that do not exist).
