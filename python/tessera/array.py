@@ -14,7 +14,7 @@ from . import _tessera, _types
 from ._tessera import TileDBError
 from .cond import translate as _translate_cond
 from .ctx import _config_dict
-from .metadata import Metadata
+from .metadata import Metadata, session
 from .schema import ArraySchema
 
 _INT_TYPES = (int, np.integer)
@@ -475,9 +475,8 @@ class Array:
         return self._meta
 
     def _flush_meta(self):
-        pending, self._pending_meta = self._pending_meta, None
-        puts = [(k.encode("utf-8"), t, raw) for k, v in pending.items() if v is not None for t, raw in [v]]
-        deletes = [k.encode("utf-8") for k, v in pending.items() if v is None]
+        puts, deletes = session(self._pending_meta)
+        self._pending_meta = None
         if puts or deletes:
             start, end = _ts_range(self._timestamp)
             _tessera.put_array_metadata(self._uri, puts, deletes, end)

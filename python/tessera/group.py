@@ -7,7 +7,7 @@ import os
 
 from . import _tessera
 from ._tessera import TileDBError
-from .metadata import Metadata
+from .metadata import Metadata, session
 
 
 class Object:
@@ -168,9 +168,7 @@ class Group:
 
     def close(self) -> None:
         if self._mode == "w" and (self._adds or self._removes or self._pending_meta):
-            pending = self._pending_meta or {}
-            puts = [(k.encode("utf-8"), t, raw) for k, v in pending.items() if v is not None for t, raw in [v]]
-            deletes = [k.encode("utf-8") for k, v in pending.items() if v is None]
+            puts, deletes = session(self._pending_meta)
             start, end = self._range()
             _tessera.group_update(self._uri, self._adds, self._removes, puts, deletes, end)
         self._adds, self._removes, self._pending_meta = [], [], None

@@ -52,6 +52,15 @@ def _pack(value) -> tuple[str, bytes]:
     return ("int64" if kind is int else "float64"), np.array(value, dtype=dt).tobytes()
 
 
+def session(pending: dict | None) -> tuple[list, list]:
+    """The engine's (puts, deletes) of a write session's changes (key -> packed value, or
+    None for a deletion; the last change of a key wins)."""
+    pending = pending or {}
+    puts = [(k.encode("utf-8"), v[0], v[1]) for k, v in pending.items() if v is not None]
+    deletes = [k.encode("utf-8") for k, v in pending.items() if v is None]
+    return puts, deletes
+
+
 def _unpack(tname: str, raw: bytes, as_array: bool):
     if tname == "string_utf8" and not as_array:
         return raw.decode("utf-8", "replace")
