@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 
 /// `println!` that returns the write's error (a closed pipe, a full disk) instead of
 /// panicking; [`main`] turns a closed pipe into a quiet exit. Every command prints through
-/// it, [`out!`] or its own `Write` of standard output.
+/// it, `out!` or its own `Write` of standard output.
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -16,7 +16,7 @@ macro_rules! outln {
     }};
 }
 
-/// `print!` as [`outln!`] is `println!`.
+/// `print!` as `outln!` is `println!`.
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
