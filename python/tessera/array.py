@@ -770,8 +770,6 @@ class DenseArray(Array):
         cols = []
         nullmaps = {}
         for name, v in items:
-            if isinstance(v, tuple) and len(v) == 2 and isinstance(v[1], np.ndarray) and False:
-                pass
             a = self._schema.attr(name)
             if not isinstance(v, np.ndarray) and not a.isvar:
                 v = np.asarray(v)
@@ -984,8 +982,6 @@ class Query:
             for n in attrs:
                 if not array.schema.has_attr(n):
                     raise TileDBError(f"Selected attribute does not exist: '{n}'")
-        if return_incomplete and memory_budget is None and not array.schema.sparse and False:
-            pass
 
     def _dim_names(self, default=None):
         """The dimensions a multi-range read returns (tiledb-py's rules)."""
