@@ -237,8 +237,11 @@ impl Location {
     /// # Errors
     /// As [`Location::open_group`].
     pub(crate) fn group_writer(&self, timestamp: Option<u64>) -> Result<GroupWriter> {
-        let t = timestamp.unwrap_or_else(tessera::layers::types::names::now_ms);
-        GroupWriter::open(self.storage(), t).with_context(|| self.name())
+        match timestamp {
+            Some(t) => GroupWriter::open(self.storage(), t),
+            None => GroupWriter::open_now(self.storage()),
+        }
+        .with_context(|| self.name())
     }
 
     /// The location of `member` of the group here: relative members below it, absolute ones

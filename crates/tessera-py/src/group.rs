@@ -93,8 +93,8 @@ pub(crate) fn group_update(
     deletes: Vec<Vec<u8>>,
     timestamp: Option<u64>,
 ) -> PyResult<()> {
-    let timestamp = timestamp.unwrap_or_else(now_ms);
-    let meta = session(timestamp, puts, deletes)?;
+    // The session's entries are copied into the group writer's own, at its timestamp.
+    let meta = session(timestamp.unwrap_or_else(now_ms), puts, deletes)?;
     let base = uri.trim_end_matches('/').to_owned();
     let mut members = Vec::with_capacity(adds.len());
     for (member, name, relative, kind) in adds {
@@ -114,7 +114,11 @@ pub(crate) fn group_update(
     let storage = location::storage(&uri)?;
     run(py, move || {
         let fail = |e: tessera::Error| tiledb_error(format!("{uri}: {}", chain(&e)));
-        let mut writer = GroupWriter::open(storage, timestamp).map_err(fail)?;
+        let mut writer = match timestamp {
+            Some(t) => GroupWriter::open(storage, t),
+            None => GroupWriter::open_now(storage),
+        }
+        .map_err(fail)?;
         for m in members {
             writer.add_member(m).map_err(fail)?;
         }

@@ -314,6 +314,36 @@ impl GroupWriter {
         })
     }
 
+    /// Starts a session now: at the current time, or just after it when the group's newest
+    /// details file already carries this millisecond. Two sessions in one millisecond would
+    /// otherwise be ordered by their random labels, and the later one could lose.
+    ///
+    /// # Errors
+    /// As [`Group::open_at`].
+    pub fn open_now(storage: Arc<dyn Storage>) -> Result<GroupWriter> {
+        let timestamp = Self::now_timestamp(storage.as_ref())?;
+        Self::open(storage, timestamp)
+    }
+
+    /// The timestamp for a session started now: the current time once it is past the newest
+    /// details file (waiting at most a few milliseconds for that; a details file written at
+    /// an explicit later timestamp is not waited for).
+    ///
+    /// # Errors
+    /// Storage errors listing `__group/`.
+    pub fn now_timestamp(storage: &dyn Storage) -> Result<u64> {
+        const MAX_WAIT_MS: u64 = 10;
+        let newest = details_files(storage, 0, u64::MAX)?.iter().map(|(n, _)| n.t2).max();
+        let mut now = now_ms();
+        if let Some(newest) = newest.filter(|&n| n >= now && n - now < MAX_WAIT_MS) {
+            while now <= newest {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                now = now_ms();
+            }
+        }
+        Ok(now)
+    }
+
     /// The session's timestamp.
     pub fn timestamp(&self) -> u64 {
         self.timestamp

@@ -27,7 +27,6 @@ use std::path::{Component, Path, PathBuf};
 
 use tessera_query::group::{Group, GroupMember, GroupWriter};
 use tessera_query::{Error, ObjectType, Result};
-use tessera_types::names::now_ms;
 
 use crate::local;
 
@@ -175,7 +174,10 @@ pub fn member_for(
 /// # Errors
 /// As [`open_group`].
 pub fn group_writer(group: impl AsRef<Path>, timestamp: Option<u64>) -> Result<GroupWriter> {
-    GroupWriter::open(local(group), timestamp.unwrap_or_else(now_ms))
+    match timestamp {
+        Some(t) => GroupWriter::open(local(group), t),
+        None => GroupWriter::open_now(local(group)),
+    }
 }
 
 /// The key `remove_member` should get for `name_or_uri`, as libtiledb looks members up: the
