@@ -11,7 +11,8 @@
 //!   mean do);
 //! * `sum` adds in `i64` for signed integers, `char`, datetimes and times, in `u64` for
 //!   unsigned integers and `bool`, in `f64` for floats; on overflow the sum stops and is
-//!   reported as the type's maximum (null for a nullable attribute), as libtiledb does;
+//!   reported as the type's maximum, or its lowest value when the overflowing addition was
+//!   negative (null for a nullable attribute), as libtiledb does;
 //! * `mean` is the sum divided by the number of non-null cells, as `f64` (`f64::MAX` after an
 //!   overflow, null for a nullable attribute);
 //! * `min`/`max` keep the attribute's type (numbers with one value per cell; `char` and
@@ -335,8 +336,8 @@ pub(crate) enum Sum {
     F64(f64),
 }
 
-/// Adding into a sum type with libtiledb's `SafeSum` rule: `false` (and the sum left
-/// unchanged) on overflow.
+/// Adding into a sum type with libtiledb's `SafeSum` rule: `false` on overflow, the sum then
+/// saturated at the type's maximum (or lowest value, for a negative addition).
 trait SumAcc: Copy {
     fn safe_add(&mut self, v: Self) -> bool;
 }
@@ -349,7 +350,10 @@ impl SumAcc for i64 {
                 *self = s;
                 true
             }
-            None => false,
+            None => {
+                *self = if v < 0 { i64::MIN } else { i64::MAX };
+                false
+            }
         }
     }
 }
@@ -362,7 +366,10 @@ impl SumAcc for u64 {
                 *self = s;
                 true
             }
-            None => false,
+            None => {
+                *self = u64::MAX;
+                false
+            }
         }
     }
 }
@@ -371,6 +378,7 @@ impl SumAcc for f64 {
     #[inline]
     fn safe_add(&mut self, v: f64) -> bool {
         if (*self < 0.0) == (v < 0.0) && self.abs() > f64::MAX - v.abs() {
+            *self = if v < 0.0 { f64::MIN } else { f64::MAX };
             return false;
         }
         *self += v;
@@ -560,10 +568,11 @@ impl Plan {
                             if field.nullable {
                                 return AggregateValue::Null;
                             }
+                            // The sum saturated where it overflowed.
                             return match acc.sum {
-                                Sum::I64(_) => AggregateValue::Int(i64::MAX),
-                                Sum::U64(_) => AggregateValue::UInt(u64::MAX),
-                                Sum::F64(_) => AggregateValue::Float(f64::MAX),
+                                Sum::I64(v) => AggregateValue::Int(v),
+                                Sum::U64(v) => AggregateValue::UInt(v),
+                                Sum::F64(v) => AggregateValue::Float(v),
                             };
                         }
                         if field.nullable && acc.values == 0 {
@@ -754,7 +763,10 @@ impl FieldAcc {
         self.values += other.values;
         self.nulls += other.nulls;
         if other.overflow {
-            self.overflow = true;
+            if !self.overflow {
+                self.overflow = true;
+                self.sum = other.sum;
+            }
         } else {
             self.add_sum(other.sum);
         }
@@ -906,13 +918,19 @@ fn scan_fill(field: &AggField, acc: &mut FieldAcc, n: u64) {
         (Sum::I64(s), Sum::I64(v)) => {
             match i64::try_from(i128::from(*s) + i128::from(v) * i128::from(rest)) {
                 Ok(t) => *s = t,
-                Err(_) => acc.overflow = true,
+                Err(_) => {
+                    *s = if v < 0 { i64::MIN } else { i64::MAX };
+                    acc.overflow = true;
+                }
             }
         }
         (Sum::U64(s), Sum::U64(v)) => {
             match u64::try_from(u128::from(*s) + u128::from(v) * u128::from(rest)) {
                 Ok(t) => *s = t,
-                Err(_) => acc.overflow = true,
+                Err(_) => {
+                    *s = u64::MAX;
+                    acc.overflow = true;
+                }
             }
         }
         (Sum::F64(s), Sum::F64(v)) => {
@@ -1143,6 +1161,11 @@ mod tests {
         assert!(a.safe_add(1));
         assert!(!a.safe_add(1));
         assert_eq!(a, i64::MAX);
+        // a negative overflow saturates at the lowest value (libtiledb's sum of
+        // [i64::MIN, i64::MIN, 5] is i64::MIN)
+        let mut n = i64::MIN + 1;
+        assert!(!n.safe_add(-2));
+        assert_eq!(n, i64::MIN);
         let mut u = u64::MAX;
         assert!(!u.safe_add(1));
         let mut f = f64::MAX;
