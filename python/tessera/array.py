@@ -491,6 +491,8 @@ class Array:
             raise TileDBError(f"Array must be opened in read mode to read (mode={self._mode!r})")
         if order == "G" and any(len(rs) > 1 for _, rs in ranges):
             raise TileDBError("Multi-range reads are not supported on a global order query")
+        if not self._schema.sparse and order == "U":
+            raise TileDBError("TILEDB_UNORDERED read is not supported for dense arrays")
         if self._schema.sparse and order in (None, "U"):
             # libtiledb returns an unordered sparse read in global order (without
             # duplicates); so does Tessera, so that results come in the same order.
@@ -738,11 +740,15 @@ class DenseArray(Array):
         for n in attr_names:
             if n in res:
                 out[n] = res[n]
-        if order in ("C", "F") and None not in shape:
+        if order in ("C", "F", "G") and None not in shape:
             n_cells = int(np.prod(shape))
             for n, v in out.items():
+                # tiledb-py leaves fixed-size cells of a global-order read flat but gives
+                # var-sized ones the box's shape, row by row
+                if order == "G" and (n in dim_names or self._fields[n].ncells != _types.VAR):
+                    continue
                 if v.shape[:1] == (n_cells,) and v.ndim == 1:
-                    v = v.reshape(shape, order=order)
+                    v = v.reshape(shape, order="F" if order == "F" else "C")
                     if any(s is not None for s in steps):
                         v = v[tuple(slice(None, None, s) for s in steps)]
                     if drop:
@@ -979,9 +985,24 @@ class Query:
             self._dims = None
         self._has_coords = coords
         if attrs is not None:
+            # attributes may be given by position, as tiledb-py documents
+            attrs = [array.schema.attr(n).name if isinstance(n, (int, np.integer)) else n for n in attrs]
+            self.attrs = attrs
             for n in attrs:
                 if not array.schema.has_attr(n):
                     raise TileDBError(f"Selected attribute does not exist: '{n}'")
+
+    def _indexer_attrs(self):
+        """The attributes ``multi_index`` and ``df`` return: those asked for, in the schema's
+        order (as tiledb-py, whose query()[...] alone keeps the order asked)."""
+        a = self.array
+        if a.view_attr is not None:
+            return [a.view_attr]
+        names = [x.name for x in a.schema]
+        if self.attrs is None:
+            return names
+        asked = list(self.attrs)
+        return [n for n in names if n in asked] + [n for n in asked if n not in names]
 
     def _dim_names(self, default=None):
         """The dimensions a multi-range read returns (tiledb-py's rules)."""
@@ -1002,12 +1023,8 @@ class Query:
         a = self.array
         if self.return_arrow:
             raise TileDBError("`return_arrow=True` requires .df indexer`")
-        if self.return_incomplete:
-            if a.schema.sparse:
-                ranges = _sparse_ranges(a, selection)
-            else:
-                ranges, _, _ = _dense_ranges(a, selection)
-            return self._batches(ranges)
+        # With return_incomplete, ``[]`` still runs the read to completion (as tiledb-py);
+        # the batches come from ``multi_index`` and ``df``.
         coords = self._has_coords if self._has_coords else self._dims
         if a.schema.sparse:
             return a.subarray(selection, coords=coords if coords is not None else False, attrs=self.attrs, cond=self.cond, order=self.order)
@@ -1086,11 +1103,11 @@ class MultiRangeIndexer:
         ranges = _multi_ranges(a, idx)
         if q.return_incomplete:
             return q._batches(ranges, mask=False)
-        attr_names = [a.view_attr] if a.view_attr is not None else (list(q.attrs) if q.attrs is not None else [x.name for x in a.schema])
+        attr_names = q._indexer_attrs()
         dims = q._dim_names()
         order = q.order or ("U" if a.schema.sparse else "C")
         if q.return_arrow:
-            return self._arrow(ranges, attr_names, dims, order)
+            raise TileDBError("`return_arrow=True` requires .df indexer`")
         cols = a._read_cols(ranges, attr_names, dims or None, order, q.cond)
         res = _convert(cols, a._fields, a.schema._enums, mask_nulls=False, labels=True)
         out = OrderedDict()
@@ -1099,7 +1116,7 @@ class MultiRangeIndexer:
         for n in attr_names:
             out[n] = res[n]
         if not a.schema.sparse:
-            if order in ("C", "F"):
+            if order in ("C", "F", "G"):
                 shape = []
                 rng = dict(_to_engine_ranges(a, ranges))
                 ok = True
@@ -1112,13 +1129,9 @@ class MultiRangeIndexer:
                 if ok:
                     for n, v in out.items():
                         if v.size == int(np.prod(shape)):
-                            out[n] = v.reshape(shape, order=order)
+                            # tiledb-py gives global-order cells the box's shape, row by row
+                            out[n] = v.reshape(shape, order="F" if order == "F" else "C")
         return out
-
-    def _arrow(self, ranges, attr_names, dims, order):
-        a = self.array
-        cols = a._read_cols(ranges, attr_names, dims or None, order, self.query.cond)
-        return _arrow_table(a, cols, dims + attr_names)
 
 
 class DataFrameIndexer(MultiRangeIndexer):
@@ -1130,7 +1143,7 @@ class DataFrameIndexer(MultiRangeIndexer):
         q = self.query
         a = self.array
         ranges = _multi_ranges(a, idx)
-        attr_names = [a.view_attr] if a.view_attr is not None else (list(q.attrs) if q.attrs is not None else [x.name for x in a.schema])
+        attr_names = q._indexer_attrs()
         dims = q._dim_names()
         order = q.order or ("U" if a.schema.sparse else "C")
         arrow_ok = not any(
@@ -1179,12 +1192,15 @@ def _arrow_table(a, cols, names):
             dictionary = pa.array(list(e.values()))
             arr = pa.DictionaryArray.from_arrays(idx, dictionary)
         elif offsets is not None:
-            vals = _values(f, data, offsets, objects)
-            if f.type in ("string_utf8", "string_ascii"):
-                items = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in vals]
-                arr = pa.array(items, type=pa.large_string(), mask=mask)
-            else:
-                arr = pa.array(list(vals), type=pa.large_binary(), mask=mask)
+            # Arrow's var-sized layout is the engine's plus the end offset: the cells' bytes
+            # are handed over as they are (fill values keep their NUL, as tiledb-py's Arrow
+            # path keeps it).
+            ends = np.empty(len(offsets) + 1, dtype=np.int64)
+            ends[:-1] = offsets
+            ends[-1] = len(data)
+            valid = None if mask is None else pa.py_buffer(np.packbits(~mask, bitorder="little"))
+            kind = pa.large_string() if f.type in ("string_utf8", "string_ascii") else pa.large_binary()
+            arr = pa.Array.from_buffers(kind, len(offsets), [valid, pa.py_buffer(ends), pa.py_buffer(np.ascontiguousarray(data))], null_count=-1 if mask is not None else 0)
         elif f.dtype.kind == "S":
             width = max(f.dtype.itemsize, 1)
             cells = len(data) // width

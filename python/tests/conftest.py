@@ -83,22 +83,11 @@ def pytest_report_header(config):
 KNOWN_GAPS = {
     'test_consolidate.py::test_consolidate_fragment_uris': 'consolidating a chosen list of fragments (the lifecycle issue)',
     'test_dense_read.py::test_dtypes': "a dtype's round trip differs from tiledb-py's",
-    'test_df.py::test_dense_df': 'dense .df details (Arrow types of strings)',
-    'test_df.py::test_return_arrow': 'the Arrow schema of return_arrow differs',
-    'test_df.py::test_sparse_df_query': '.df with query(dims=, attrs=) column order',
     'test_errors.py::test_bad_condition': 'a condition tiledb-py refuses is accepted',
     'test_errors.py::test_bad_open_arguments': 'exception class for bad open() arguments',
     'test_errors.py::test_condition_on_dense_dimension': 'conditions on dense dimensions are accepted',
     'test_from_numpy_pandas.py::test_from_pandas_sparse_index_dims': "order of duplicate coordinates in the engine's sparse writer",
-    'test_multi_index.py::test_dense_query_variants': 'dense multi_index with query(dims=/coords=)',
     'test_pickle_threads.py::test_pickle_attr_view_and_config': 'config is not carried through pickling',
-    'test_query.py::test_attrs_by_position': 'attributes selected by position',
-    'test_query.py::test_dense_agg': "dense aggregates: tiledb-py's handling of unwritten (fill) cells",
-    'test_query.py::test_dense_cond': 'dense reads under a condition: var-sized fill values',
-    'test_query.py::test_dense_order': 'dense global-order results are not reshaped',
-    'test_query.py::test_dense_order_u_raises': "order='U' on dense arrays is accepted",
-    'test_query.py::test_return_arrow': 'return_arrow on [] / multi_index',
-    'test_query.py::test_return_incomplete_getitem': 'return_incomplete batches of [] reads',
     'test_write.py::test_dense_scalar_broadcast': 'scalar values broadcast in dense writes',
     'test_write.py::test_dense_var_and_fixed_strings': 'fixed-size string writes',
     'test_write.py::test_sparse_nullable': 'nulls of sparse writes from masked arrays',
@@ -113,6 +102,9 @@ def _known_gap(nodeid: str):
 
 def pytest_collection_modifyitems(config, items):
     if not IS_REFERENCE:
+        # TESSERA_TEST_NO_GAPS=1 runs the known gaps as plain tests, to see how they fail
+        if os.environ.get("TESSERA_TEST_NO_GAPS"):
+            return
         for item in items:
             reason = _known_gap(item.nodeid)
             if reason:

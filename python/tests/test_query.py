@@ -393,13 +393,56 @@ def test_agg_string_forms(tmp_path, writer):
     ids=repr,
 )
 def test_dense_agg(dense, aggs):
+    # inside the written region [0:6, 0:5] both engines agree
     read_many(
         dense,
-        lambda A: A.query().agg(aggs)[:],
         lambda A: A.query().agg(aggs)[1:4, 2:5],
-        lambda A: A.query(cond="i > 0").agg(aggs)[:],
         lambda A: A.query().agg(aggs).multi_index[1:3, 2:4],
     )
+    # libtiledb's dense count ignores the condition (it counts every cell of the subarray)
+    if "count" not in str(aggs):
+        read_both(dense, lambda A: A.query(cond="i > 0").agg(aggs)[1:5, 0:5])
+
+
+@pytest.mark.tiledb_bug("a dense count under a condition counts every cell of the subarray")
+def test_dense_count_cond(dense):
+    with engine.open(dense) as E:
+        assert E.query(cond="i > 0").agg({"i": "count"})[1:5, 0:5] == 9
+
+
+def _numpy_agg(values, op):
+    v = values.compressed() if isinstance(values, np.ma.MaskedArray) else np.asarray(values).reshape(-1)
+    if op == "count":
+        return values.size
+    if op == "null_count":
+        return int(np.ma.count_masked(values))
+    if op == "sum":
+        return v.sum()
+    if op == "mean":
+        return v.astype(np.float64).mean() if v.size else float("nan")
+    # a NaN is never taken as min or max once a value is (libtiledb's rule); the first
+    # cells of these boxes are written
+    return {"min": np.nanmin, "max": np.nanmax}[op](v)
+
+
+@pytest.mark.tessera_only
+@pytest.mark.parametrize("aggs", [{"v": ["sum", "min", "max", "mean", "count"]}, {"n": ["null_count", "sum", "min", "count"]}], ids=repr)
+def test_dense_agg_unwritten_cells(dense, aggs):
+    # Over unwritten cells libtiledb 2.30 is not consistent with itself: its dense sum, min,
+    # max and null_count skip them while count counts them, and mean divides the sum of the
+    # written cells by all cells (under a condition its count even ignores the condition).
+    # Tessera aggregates what a read returns: unwritten cells hold the fill value (NaN for
+    # floats, null for nullable attributes), so each aggregate equals numpy's over A[...].
+    with engine.open(dense) as E:
+        for sel in (np.s_[:], np.s_[4:8, 3:6]):
+            cells = E.query(attrs=list(aggs))[sel]
+            got = E.query().agg(aggs)[sel]
+            for name, ops in aggs.items():
+                for op in ops:
+                    want = _numpy_agg(cells[name], op)
+                    have = got[name] if len(aggs) > 1 else got
+                    have = have[op] if len(ops) > 1 else have
+                    np.testing.assert_equal(have, want, err_msg=f"{name} {op} {sel}")
 
 
 @pytest.mark.tiledb_bug(
