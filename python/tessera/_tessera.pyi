@@ -42,6 +42,15 @@ class NativeArray:
         order: Optional[str] = None,
         cond: Optional[str] = None,
     ) -> NativeBatches: ...
+    def arrow_stream(
+        self,
+        budget: int,
+        ranges: Optional[Ranges] = None,
+        attrs: Optional[Sequence[str]] = None,
+        dims: Optional[Sequence[str]] = None,
+        order: Optional[str] = None,
+        cond: Optional[str] = None,
+    ) -> Any: ...
     def read_points(
         self,
         points: Sequence[tuple[str, Sequence[Any]]],

@@ -20,6 +20,12 @@ from .schema import ArraySchema
 _INT_TYPES = (int, np.integer)
 
 
+def _is_secret(key: str) -> bool:
+    """Whether a configuration key holds a credential (kept out of pickles)."""
+    k = key.lower()
+    return any(w in k for w in ("secret", "password", "token", "key_id", "access_key", "credential", "sas", "encryption_key"))
+
+
 def _ts_range(timestamp):
     """(start, end) for the engine of tiledb-py's ``timestamp=``."""
     if timestamp is None:
@@ -28,7 +34,11 @@ def _ts_range(timestamp):
         if len(timestamp) != 2:
             raise TileDBError("timestamp must be an int or a (start, end) tuple")
         t0, t1 = timestamp
+        if not all(t is None or isinstance(t, _INT_TYPES) for t in (t0, t1)):
+            raise TypeError("Unexpected argument type for 'timestamp' keyword argument")
         return (0 if t0 is None else int(t0)), (None if t1 is None else int(t1))
+    if not isinstance(timestamp, _INT_TYPES) or isinstance(timestamp, bool):
+        raise TypeError("Unexpected argument type for 'timestamp' keyword argument")
     return None, int(timestamp)
 
 
@@ -371,10 +381,12 @@ class Array:
     def __getstate__(self):
         # Pickled as its URI, mode and the timestamp range it was opened at: the copy
         # reopens the same version wherever it is unpickled (credentials come from there).
-        return {"uri": self._uri, "mode": self._mode, "timestamp": tuple(self._native.timestamp_range()) if self._mode == "r" else self._timestamp, "attr": self.view_attr}
+        # The configuration travels too, except credentials (they never go into a pickle).
+        config = {k: v for k, v in self._config.items() if not _is_secret(k)}
+        return {"uri": self._uri, "mode": self._mode, "timestamp": tuple(self._native.timestamp_range()) if self._mode == "r" else self._timestamp, "attr": self.view_attr, "config": config}
 
     def __setstate__(self, state):
-        type(self).__init__(self, state["uri"], mode=state["mode"], timestamp=state["timestamp"], attr=state["attr"])
+        type(self).__init__(self, state["uri"], mode=state["mode"], timestamp=state["timestamp"], attr=state["attr"], config=state.get("config") or None)
 
     def _check_open(self):
         if not self._isopen:
@@ -423,9 +435,10 @@ class Array:
 
     @property
     def ctx(self):
-        from .ctx import default_ctx
+        """The context the array was opened with (its configuration)."""
+        from .ctx import Ctx, default_ctx
 
-        return default_ctx()
+        return Ctx(self._config) if self._config else default_ctx()
 
     @property
     def iswritable(self) -> bool:
@@ -512,6 +525,11 @@ class Array:
                 raise TileDBError(f"Selected attribute does not exist: {a!r}")
             names.append(a)
         return names
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """Every cell (dimensions then attributes) as an Arrow C stream: see
+        :meth:`Query.__arrow_c_stream__`."""
+        return self.query(coords=True).__arrow_c_stream__(requested_schema)
 
     def query(self, attrs=None, cond=None, dims=None, coords=False, order=None, use_arrow=None, return_arrow=False, return_incomplete=False, index_col=True, memory_budget=None, attr_cond=None):
         self._check_open()
@@ -633,7 +651,9 @@ class Array:
         if arr.dtype.kind == "O":
             raise TileDBError(f"attribute {name!r} is fixed-size ({want}): object values cannot be written")
         if arr.dtype != want:
-            ok = np.can_cast(arr.dtype, want, casting="same_kind") or (arr.dtype.kind in "iub" and want.kind in "iuf") or (arr.dtype.kind == "f" and want.kind == "f")
+            # numbers of any kind convert (floats to integers truncate), as tiledb-py's
+            # astype does
+            ok = np.can_cast(arr.dtype, want, casting="same_kind") or (arr.dtype.kind in "iubf" and want.kind in "iuf")
             if want.kind == "V" or arr.dtype.kind == "V" or arr.dtype.kind in "SU" or want.kind in "SU":
                 ok = arr.dtype.itemsize == want.itemsize or (arr.dtype.kind == want.kind == "S")
             if arr.dtype.kind == "M" and want.kind == "M":
@@ -768,6 +788,9 @@ class DenseArray(Array):
             raise IndexError("steps are not supported in writes")
         if isinstance(value, dict):
             items = list(value.items())
+        elif np.ndim(value) == 0 and not isinstance(value, (str, bytes)):
+            # a scalar fills the box in every attribute (tiledb-py)
+            items = [(a.name, value) for a in self._schema]
         else:
             if self._schema.nattr != 1:
                 raise ValueError("value must be a dict with one array per attribute")
@@ -1023,8 +1046,14 @@ class Query:
         a = self.array
         if self.return_arrow:
             raise TileDBError("`return_arrow=True` requires .df indexer`")
-        # With return_incomplete, ``[]`` still runs the read to completion (as tiledb-py);
-        # the batches come from ``multi_index`` and ``df``.
+        # With return_incomplete alone, ``[]`` runs the read to completion (as tiledb-py);
+        # with a memory budget too it gives the batches (Tessera's extension).
+        if self.return_incomplete and self.memory_budget is not None:
+            if a.schema.sparse:
+                ranges = _sparse_ranges(a, selection)
+            else:
+                ranges, _, _ = _dense_ranges(a, selection)
+            return self._batches(ranges)
         coords = self._has_coords if self._has_coords else self._dims
         if a.schema.sparse:
             return a.subarray(selection, coords=coords if coords is not None else False, attrs=self.attrs, cond=self.cond, order=self.order)
@@ -1050,6 +1079,24 @@ class Query:
                 yield OrderedDict((n, res[n]) for n in keys)
 
         return gen()
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The query's cells (the whole of a sparse array, the non-empty domain of a dense
+        one; dimensions, as ``.df`` returns them, then attributes) as an Arrow C stream of record batches of about the memory budget, for
+        ``pyarrow.table(q)``, ``polars.from_arrow(q)``, DuckDB and other consumers of the
+        protocol. ``requested_schema`` is not applied: the stream has the array's types."""
+        a = self.array
+        a._check_open()
+        if a._mode != "r":
+            raise TileDBError(f"Array must be opened in read mode to read (mode={a._mode!r})")
+        order = self.order or ("U" if a.schema.sparse else "C")
+        if not a.schema.sparse and order == "U":
+            raise TileDBError("TILEDB_UNORDERED read is not supported for dense arrays")
+        if a.schema.sparse and order == "U":
+            order = "G"
+        dims = self._dims if self._dims is not None else ([] if self._has_coords is False else [d.name for d in a.domain])
+        budget = int(self.memory_budget or a_config_budget(a))
+        return a._native.arrow_stream(budget, None, self._indexer_attrs(), dims, order, _translate_cond(self.cond, a.schema))
 
     def _batches_raw(self, ranges, attr_names, dims):
         a = self.array

@@ -64,6 +64,12 @@ class _Translator:
         return self.schema.has_attr(name) or self.schema.domain.has_dim(name)
 
     def field_of(self, node):
+        name = self._field_name(node)
+        if name is not None and not self.schema.sparse and self.schema.domain.has_dim(name) and not self.schema.has_attr(name):
+            raise TileDBError(f"Cannot apply query condition to dimensions on dense arrays. {name} is a dimension.")
+        return name
+
+    def _field_name(self, node):
         if isinstance(node, ast.Name):
             if self.is_field(node.id):
                 return node.id
@@ -137,10 +143,9 @@ class _Translator:
             neg = "not " if isinstance(op, ast.NotIn) else ""
             return f"{_field(f)} {neg}in [" + ", ".join(_literal(v) for v in vals) + "]"
         if isinstance(op, (ast.Is, ast.IsNot)):
-            f = self.field_of(left)
-            if f is None or not (isinstance(right, ast.Constant) and right.value is None):
-                raise TileDBError("only 'attr is None' / 'attr is not None' are supported")
-            return f"{_field(f)} is {'not ' if isinstance(op, ast.IsNot) else ''}null"
+            # as tiledb-py: the null test is written `a == None` / `a != None`
+            word = "is not" if isinstance(op, ast.IsNot) else "is"
+            raise TileDBError(f"the `{word}` operator is not supported (a null test is written `a == None`)")
         sym = _CMP.get(type(op))
         if sym is None:
             raise TileDBError(f"unsupported comparison operator {type(op).__name__}")

@@ -82,16 +82,6 @@ def pytest_report_header(config):
 # test functions, relative to python/tests (every case of the function).
 KNOWN_GAPS = {
     'test_consolidate.py::test_consolidate_fragment_uris': 'consolidating a chosen list of fragments (the lifecycle issue)',
-    'test_dense_read.py::test_dtypes': "a dtype's round trip differs from tiledb-py's",
-    'test_errors.py::test_bad_condition': 'a condition tiledb-py refuses is accepted',
-    'test_errors.py::test_bad_open_arguments': 'exception class for bad open() arguments',
-    'test_errors.py::test_condition_on_dense_dimension': 'conditions on dense dimensions are accepted',
-    'test_from_numpy_pandas.py::test_from_pandas_sparse_index_dims': "order of duplicate coordinates in the engine's sparse writer",
-    'test_pickle_threads.py::test_pickle_attr_view_and_config': 'config is not carried through pickling',
-    'test_write.py::test_dense_scalar_broadcast': 'scalar values broadcast in dense writes',
-    'test_write.py::test_dense_var_and_fixed_strings': 'fixed-size string writes',
-    'test_write.py::test_sparse_nullable': 'nulls of sparse writes from masked arrays',
-    'test_write.py::test_write_then_read_same_session_types': 'value casting on write',
 }
 
 

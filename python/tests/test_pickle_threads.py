@@ -72,6 +72,17 @@ def test_pickle_attr_view_and_config(arrays):
         B.close()
 
 
+@pytest.mark.tessera_only
+def test_pickle_leaves_credentials_out(arrays):
+    cfg = {"sm.memory_budget": "5000000", "vfs.s3.aws_secret_access_key": "hush", "vfs.s3.aws_access_key_id": "id"}
+    with engine.open(arrays["sparse"], config=cfg) as A:
+        blob = pickle.dumps(A)
+        assert b"hush" not in blob and b"aws_access_key_id" not in blob
+        B = pickle.loads(blob)
+        assert B.ctx.config()["sm.memory_budget"] == "5000000"
+        B.close()
+
+
 # --------------------------------------------------------------------------
 # threads
 

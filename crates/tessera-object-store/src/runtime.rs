@@ -4,34 +4,42 @@
 //! tokio runtime (DataFusion calls Tessera from `spawn_blocking`).
 //!
 //! The runtime is created once per process, on threads of its own, and never dropped (a
-//! runtime may not be dropped inside an async context). A call spawns its future there and
-//! waits on a channel: it never calls `Handle::block_on`, which panics on a runtime's worker
-//! thread.
+//! runtime may not be dropped inside an async context). A process forked from one that had
+//! started it (Python's multiprocessing, Dask's process workers) inherits the runtime without
+//! its threads, so a call in a child builds the child's own runtime; the inherited one is
+//! left untouched. A call spawns its future there and waits on a channel: it never calls
+//! `Handle::block_on`, which panics on a runtime's worker thread.
 
 use std::future::Future;
 use std::io;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::sync::mpsc::sync_channel;
 
 use tokio::runtime::{Builder, Handle, Runtime};
 
-static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+/// The runtime of the process that built it, by process id (leaked: never dropped). The lock
+/// is held only to read or set this pair.
+static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
 
-/// The shared runtime's handle, creating the runtime on first use.
+/// The shared runtime's handle, creating the runtime on first use in this process.
 pub(crate) fn handle() -> io::Result<Handle> {
-    let runtime = RUNTIME.get_or_init(|| {
-        let threads = std::thread::available_parallelism().map_or(2, usize::from).clamp(2, 8);
-        Builder::new_multi_thread()
-            .worker_threads(threads)
-            .thread_name("tessera-object-store")
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())
-    });
-    match runtime {
-        Ok(rt) => Ok(rt.handle().clone()),
-        Err(e) => Err(io::Error::other(format!("cannot start the object-store runtime: {e}"))),
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((owner, rt)) = *slot
+        && owner == pid
+    {
+        return Ok(rt.handle().clone());
     }
+    let threads = std::thread::available_parallelism().map_or(2, usize::from).clamp(2, 8);
+    let runtime = Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("tessera-object-store")
+        .enable_all()
+        .build()
+        .map_err(|e| io::Error::other(format!("cannot start the object-store runtime: {e}")))?;
+    let runtime: &'static Runtime = Box::leak(Box::new(runtime));
+    *slot = Some((pid, runtime));
+    Ok(runtime.handle().clone())
 }
 
 /// Runs `future` on the shared runtime and waits for its output on the calling thread.

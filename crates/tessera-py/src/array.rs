@@ -40,6 +40,26 @@ impl ReadSpec {
     /// The engine's query for this spec.
     fn query<'a>(&self, array: &'a Array) -> ReadQuery<'a> {
         let mut q = array.read();
+        if let Some(a) = &self.attrs {
+            q = q.attributes(a.iter().cloned());
+        }
+        q = match &self.dims {
+            Some(d) => q.dimensions(d.iter().cloned()),
+            None => q.with_coordinates(false),
+        };
+        self.configure(q)
+    }
+
+    /// The fields of this spec as an Arrow projection (no dimensions when none are asked).
+    fn projection(&self) -> tessera_arrow::Projection {
+        tessera_arrow::Projection {
+            dimensions: Some(self.dims.clone().unwrap_or_default()),
+            attributes: self.attrs.clone(),
+        }
+    }
+
+    /// Sets this spec's ranges, layout, condition and memory budget on `q`.
+    fn configure<'a>(&self, mut q: ReadQuery<'a>) -> ReadQuery<'a> {
         for (dim, r) in &self.ranges {
             q = match r {
                 Range::I64(lo, hi) => q.range_i64(dim, *lo, *hi),
@@ -48,13 +68,6 @@ impl ReadSpec {
                 Range::Bytes(lo, hi) => q.range_str(dim, lo, hi),
             };
         }
-        if let Some(a) = &self.attrs {
-            q = q.attributes(a.iter().cloned());
-        }
-        q = match &self.dims {
-            Some(d) => q.dimensions(d.iter().cloned()),
-            None => q.with_coordinates(false),
-        };
         if let Some(l) = self.layout {
             q = q.layout(l);
         }
@@ -334,6 +347,31 @@ impl NativeArray {
             None => return Err(tiledb_error("the reader thread stopped before reading")),
         }
         Ok(NativeBatches { rx: Mutex::new(Some(rx)) })
+    }
+
+    /// The same read as an Arrow C stream capsule (`arrow_array_stream`) of record batches
+    /// of about `budget` bytes each: see [`crate::arrow_stream`].
+    #[pyo3(signature = (budget, ranges=None, attrs=None, dims=None, order=None, cond=None))]
+    #[allow(clippy::too_many_arguments)] // the Python call's keyword arguments
+    fn arrow_stream<'py>(
+        &self,
+        py: Python<'py>,
+        budget: u64,
+        ranges: Option<Bound<'py, PyAny>>,
+        attrs: Option<Vec<String>>,
+        dims: Option<Vec<String>>,
+        order: Option<&str>,
+        cond: Option<String>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
+        let spec = self.spec(ranges, attrs, dims, order, cond, Some(budget))?;
+        let projection = spec.projection();
+        crate::arrow_stream::stream_capsule(
+            py,
+            &self.uri,
+            self.array.clone(),
+            projection,
+            move |q| spec.configure(q),
+        )
     }
 
     /// Aggregates over the selected cells: `aggs` as `(op, field)` pairs (`("count", "")`,

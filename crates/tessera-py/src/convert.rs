@@ -139,12 +139,16 @@ fn var_objects<'py>(
                 tiledb_error(format!("cell {i}: offsets {start}..{end} outside the data"))
             })?;
         // tiledb-py decodes UTF-8 cells through numpy's str type, which drops trailing NUL
-        // characters: the default fill of a var string ("\0") reads as "". Bytes stay whole.
+        // characters: the default fill of a var string ("\0") reads as "". Other cells stay
+        // whole, except a lone NUL byte (the default fill of var-sized bytes), which
+        // tiledb-py also gives as empty.
         let cell = if strings {
             match cell.iter().rposition(|&b| b != 0) {
                 Some(last) => &cell[..=last],
                 None => &cell[..0],
             }
+        } else if cell == [0] {
+            &cell[..0]
         } else {
             cell
         };

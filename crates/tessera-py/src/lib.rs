@@ -12,6 +12,7 @@
 use pyo3::prelude::*;
 
 mod array;
+mod arrow_stream;
 mod convert;
 mod errors;
 mod group;
