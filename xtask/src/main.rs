@@ -91,6 +91,12 @@ const REFERENCE_PACKAGES: &[&str] = &[
     "pytest==9.2.0",
     "pandas==2.3.3",
     "pyarrow==26.0.1",
+    // tessera.dask and the xarray backend are tested on a local Dask cluster, and against
+    // what TileDB-CF writes.
+    "dask[array,dataframe]==2026.8.0",
+    "distributed==2026.8.0",
+    "xarray==2026.9.0",
+    "tiledb-cf==0.9.1",
 ];
 /// Checked after installation: (tiledb-py version, libtiledb version).
 const EXPECTED_VERSIONS: &str = "0.36.1 2.30.0";
