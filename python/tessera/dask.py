@@ -332,18 +332,9 @@ def _partition_ranges(uri: str, ts: tuple, config, npartitions: int | None, cell
     return dim.name, ranges
 
 
-def _io_function_base():
-    try:
-        from dask.dataframe.io.utils import DataFrameIOFunction
-
-        return DataFrameIOFunction
-    except ImportError:  # dask without dataframes: read_dataframe says so when called
-        return object
-
-
-class _ReadPartition(_io_function_base()):
+class _ReadPartition:
     """Reads one partition (a range on the first dimension) as a pandas DataFrame; dask's
-    optimiser narrows ``columns`` to what the graph uses."""
+    optimiser passes ``columns`` to narrow the read to what the graph uses."""
 
     def __init__(self, uri, ts, config, dims, attrs, cond, dim0):
         self.uri, self.ts, self.config = uri, ts, config
@@ -353,14 +344,12 @@ class _ReadPartition(_io_function_base()):
     def columns(self):
         return self.dims + self.attrs
 
-    def project_columns(self, columns):
-        keep = set(columns)
-        return _ReadPartition(self.uri, self.ts, self.config, [d for d in self.dims if d in keep],
-                              [a for a in self.attrs if a in keep], self.cond, self.dim0)
-
-    def __call__(self, rng):
+    def __call__(self, rng, columns=None):
+        keep = set(self.columns if columns is None else columns)
+        dims = [d for d in self.dims if d in keep]
+        attrs = [a for a in self.attrs if a in keep]
         with _open(self.uri, timestamp=self.ts, config=self.config) as A:
-            q = A.query(attrs=self.attrs, dims=self.dims, cond=self.cond, index_col=False)
+            q = A.query(attrs=attrs, dims=dims, cond=self.cond, index_col=False)
             if rng is None:
                 df = q.df[:]
             else:
@@ -371,7 +360,7 @@ class _ReadPartition(_io_function_base()):
 
         # dimensions that the array's pandas metadata made the index become columns again
         df = df.reset_index(drop=isinstance(df.index, pd.RangeIndex))
-        return df[[c for c in self.columns if c in df.columns]]
+        return df[[c for c in dims + attrs if c in df.columns]]
 
 
 def read_dataframe(uri, columns=None, cond=None, timestamp=None, config=None, npartitions=None,
