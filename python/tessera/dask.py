@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
+import threading
 import time
 from typing import Any, Sequence
 
@@ -64,19 +65,40 @@ def _version(uri: str, ts: tuple) -> tuple:
     return frags, files
 
 
+# Arrays a worker has open for reading, by (URI, timestamp range, configuration): a task
+# reuses the schema and fragment list its neighbours loaded (an array opened at a fixed
+# timestamp range never changes). A few are kept; older ones are let go (not closed: another
+# task may still be reading through them).
+_OPEN: dict = {}
+_OPEN_MAX = 16
+_OPEN_LOCK = threading.Lock()
+
+
+def _cached(uri: str, timestamp: tuple, config):
+    key = (uri, tuple(timestamp), tuple(sorted((config or {}).items())))
+    with _OPEN_LOCK:
+        A = _OPEN.pop(key, None)
+        if A is None:
+            A = _open(uri, timestamp=tuple(timestamp), config=config)
+        _OPEN[key] = A
+        while len(_OPEN) > _OPEN_MAX:
+            _OPEN.pop(next(iter(_OPEN)))
+        return A
+
+
 # ------------------------------------------------------------------------------------------
 # dense arrays as dask arrays
 
 
 def _read_block(uri: str, timestamp: tuple, config, attrs: tuple, box: tuple) -> dict:
     """One block: the attributes over ``box`` (inclusive integer bounds per dimension)."""
-    with _open(uri, timestamp=timestamp, config=config) as A:
-        # multi_index: inclusive bounds in domain coordinates (A[...] reads negative
-        # integers as Python indices from the end, as tiledb-py does)
-        sel = tuple(slice(lo, hi) for lo, hi in box)
-        out = A.query(attrs=list(attrs)).multi_index[sel]
-        shape = tuple(hi - lo + 1 for lo, hi in box)
-        return {name: out[name].reshape(shape) for name in attrs}
+    A = _cached(uri, timestamp, config)
+    # multi_index: inclusive bounds in domain coordinates (A[...] reads negative integers as
+    # Python indices from the end, as tiledb-py does)
+    sel = tuple(slice(lo, hi) for lo, hi in box)
+    out = A.query(attrs=list(attrs)).multi_index[sel]
+    shape = tuple(hi - lo + 1 for lo, hi in box)
+    return {name: out[name].reshape(shape) for name in attrs}
 
 
 def _tile_chunks(lo: int, hi: int, origin: int, tile: int) -> tuple[int, ...]:
@@ -348,15 +370,16 @@ class _ReadPartition:
         keep = set(self.columns if columns is None else columns)
         dims = [d for d in self.dims if d in keep]
         attrs = [a for a in self.attrs if a in keep]
-        with _open(self.uri, timestamp=self.ts, config=self.config) as A:
-            q = A.query(attrs=attrs, dims=dims, cond=self.cond, index_col=False)
-            if rng is None:
-                df = q.df[:]
-            else:
-                sel = [slice(None)] * A.schema.ndim
-                sel[0] = slice(rng[0], rng[1])
-                df = q.df[tuple(sel)]
         import pandas as pd
+
+        A = _cached(self.uri, self.ts, self.config)
+        q = A.query(attrs=attrs, dims=dims, cond=self.cond, index_col=False)
+        if rng is None:
+            df = q.df[:]
+        else:
+            sel = [slice(None)] * A.schema.ndim
+            sel[0] = slice(rng[0], rng[1])
+            df = q.df[tuple(sel)]
 
         # dimensions that the array's pandas metadata made the index become columns again
         df = df.reset_index(drop=isinstance(df.index, pd.RangeIndex))

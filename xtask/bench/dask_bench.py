@@ -1,0 +1,143 @@
+"""tessera.dask against dask's own TileDB functions, on a two-worker local Dask cluster.
+
+Rows: ``from_tessera(...).sum()`` and ``.mean(axis=0)`` against ``dask.array.from_tiledb`` on
+the 400 MB dense bench arrays (plain and zstd); a ``groupby``/``sum`` over the 10 M-point
+sparse array with ``tessera.dask.read_dataframe`` against tiledb-py partitions read by hand
+(``dask.delayed`` reads of equal ranges of x); a 400 MB dask array written with
+``to_tessera`` against ``dask.array.to_tiledb``. Each row alternates the engines, median of
+``--runs``; answers must agree. Prints a table and writes ``target/bench/dask-summary.json``.
+
+Usage: ``python xtask/bench/dask_bench.py [--size full|quick|smoke] [--runs N]``, in the
+reference venv with ``pip install ./python`` done. Not a test: nothing is timed against a
+limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+DATA = ROOT / "target" / "bench" / "data"
+SCRATCH = ROOT / "target" / "bench" / "dask-scratch"
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", default="full", choices=["full", "quick", "smoke"])
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    sys.path.insert(0, str(HERE))
+    import dask
+    import dask.array as da
+    import dask.dataframe as dd
+    import distributed
+    import tiledb
+
+    import datasets
+    import tessera.dask as tdask
+
+    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                       host="127.0.0.1", dashboard_address=None, silence_logs=40)
+    client = distributed.Client(cluster)
+    rows = []
+
+    def row(name, tessera_fn, tiledb_fn, same):
+        times = {"tessera": [], "tiledb": []}
+        answers = {}
+        for run in range(args.runs):
+            order = [("tessera", tessera_fn), ("tiledb", tiledb_fn)]
+            if run % 2:
+                order.reverse()
+            for engine, fn in order:
+                client.run(lambda: __import__("gc").collect())
+                t, out = _timed(fn)
+                times[engine].append(t)
+                answers[engine] = out
+        if not same(answers["tessera"], answers["tiledb"]):
+            raise SystemExit(f"{name}: the engines disagree: {answers}")
+        t, r = statistics.median(times["tessera"]), statistics.median(times["tiledb"])
+        rows.append({"op": name, "tessera_s": t, "tiledb_s": r, "ratio": r / t})
+        print(f"{name:<52} tessera {t:8.3f} s  dask/tiledb-py {r:8.3f} s  ratio {r / t:5.2f}", flush=True)
+
+    for ds_name in ("dense_int32", "dense_int32_zstd"):
+        uri = str(Path(datasets.ensure(DATA, datasets.DATASETS[ds_name], args.size)["uri"]).resolve())
+        with tiledb.open(uri) as A:
+            tile = int(A.schema.domain.dim(0).tile)
+        close = lambda a, b: np.allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+        row(f"{ds_name}: sum()",
+            lambda: tdask.from_tessera(uri, attribute="a").sum().compute(),
+            lambda: da.from_tiledb(uri, attribute="a", chunks=(tile, tile)).sum().compute(), close)
+        row(f"{ds_name}: mean(axis=0)",
+            lambda: tdask.from_tessera(uri, attribute="a").mean(axis=0).compute(),
+            lambda: da.from_tiledb(uri, attribute="a", chunks=(tile, tile)).mean(axis=0).compute(), close)
+
+    sp = str(Path(datasets.ensure(DATA, datasets.DATASETS["sparse_points"], args.size)["uri"]).resolve())
+    with tiledb.open(sp) as A:
+        hi = int(A.schema.domain.dim(0).domain[1])
+    parts = 8
+    edges = np.linspace(0, hi + 1, parts + 1).astype(np.int64)
+
+    def tiledb_part(lo, up):
+        with tiledb.open(sp) as A:
+            return A.query(attrs=["a"], dims=["x"]).df[lo:up - 1, :]
+
+    def by_hand():
+        frames = [dask.delayed(tiledb_part)(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+        ddf = dd.from_delayed(frames)
+        return ddf.assign(b=ddf.x // 100_000).groupby("b")["a"].sum().compute().sort_index()
+
+    def ours():
+        ddf = tdask.read_dataframe(sp, columns=["x", "a"], npartitions=parts)
+        return ddf.assign(b=ddf.x // 100_000).groupby("b")["a"].sum().compute().sort_index()
+
+    row("sparse 10 M points: groupby(x // 1e5).a.sum()", ours, by_hand,
+        lambda a, b: np.allclose(a.to_numpy(), b.to_numpy()))
+
+    dense = str(Path(datasets.ensure(DATA, datasets.DATASETS["dense_int32"], args.size)["uri"]).resolve())
+    with tiledb.open(dense) as A:
+        n = A.schema.domain.dim(0).size
+        tile = int(A.schema.domain.dim(0).tile)
+    src = da.random.default_rng(9).integers(-1000, 1000, size=(n, n), dtype=np.int32, chunks=tile)
+    src = src.persist()
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+
+    def write_ours():
+        out = SCRATCH / "tessera"
+        shutil.rmtree(out, ignore_errors=True)
+        tdask.to_tessera(src, str(out), attr="a")
+        with tiledb.open(str(out)) as A:
+            return int(A.query(attrs=["a"]).agg("sum")[:])
+
+    def write_theirs():
+        out = SCRATCH / "tiledb"
+        shutil.rmtree(out, ignore_errors=True)
+        da.to_tiledb(src, str(out))
+        with tiledb.open(str(out)) as A:
+            return int(A.query().agg("sum")[:])
+
+    row("write 400 MB: to_tessera / to_tiledb", write_ours, write_theirs, lambda a, b: a == b)
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    out = ROOT / "target" / "bench" / "dask-summary.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=1))
+    client.close()
+    cluster.close()
+
+
+if __name__ == "__main__":
+    main()
