@@ -186,13 +186,20 @@ def from_tessera(uri, attribute=None, chunks=None, timestamp=None, config=None, 
         layer[(read_name, *idx)] = (_read_block, uri, ts, config, tuple(names), box)
     out = {}
     for a in fields:
+        meta = np.ma.empty((0,) * len(shape), dtype=a.dtype) if a.isnullable else np.empty((0,) * len(shape), dtype=a.dtype)
+        if len(fields) == 1:
+            # one attribute: each task gives its block itself
+            name = f"tessera-{a.name or 'attr'}-{token}"
+            blocks = {(name, *k[1:]): (operator.getitem, task, a.name) for k, task in layer.items()}
+            out[a.name] = da.Array(HighLevelGraph.from_collections(name, blocks), name, chunks, meta=meta)
+            continue
+        # several: each block is read once, and each attribute picks its part
         name = f"tessera-{a.name or 'attr'}-{token}"
         pick = {(name, *k[1:]): (operator.getitem, k, a.name) for k in layer}
         graph = HighLevelGraph(
             {read_name: layer, name: pick},
             {read_name: set(), name: {read_name}},
         )
-        meta = np.ma.empty((0,) * len(shape), dtype=a.dtype) if a.isnullable else np.empty((0,) * len(shape), dtype=a.dtype)
         out[a.name] = da.Array(graph, name, chunks, meta=meta)
     return out[names[0]] if single else out
 
