@@ -98,7 +98,8 @@ const EXPECTED_VERSIONS: &str = "0.36.1 2.30.0";
 const STAMP_FILE: &str = ".tessera-reference";
 /// The fixture families: the directories under `testdata/` that the generator owns (deleted
 /// before regenerating).
-const GENERATED_DIRS: &[&str] = &["filters", "schemas", "fragments", "queries", "groups"];
+const GENERATED_DIRS: &[&str] =
+    &["filters", "schemas", "fragments", "queries", "groups", "encrypted"];
 /// The schema JSON inputs of the create conformance step.
 const CREATE_INPUTS: &str = "testdata/create";
 /// Where `tessera create` makes the arrays of the create conformance step.

@@ -271,7 +271,8 @@ impl<'a> FragmentSink<'a> {
                         info.datatype,
                         FORMAT_VERSION,
                     )
-                    .map_err(tile_err(var_file.as_deref().unwrap_or(&data_file)))?,
+                    .map_err(tile_err(var_file.as_deref().unwrap_or(&data_file)))?
+                    .encrypted(storage.encryption_key()),
                 )
             } else {
                 Codec::Fixed(
@@ -281,13 +282,15 @@ impl<'a> FragmentSink<'a> {
                         info.cell_val_num,
                         FORMAT_VERSION,
                     )
-                    .map_err(tile_err(&data_file))?,
+                    .map_err(tile_err(&data_file))?
+                    .encrypted(storage.encryption_key()),
                 )
             };
             let validity_codec = match &validity_file {
                 Some(f) => Some(
                     TileCodec::validity(&schema.validity_filters, FORMAT_VERSION)
-                        .map_err(tile_err(f))?,
+                        .map_err(tile_err(f))?
+                        .encrypted(storage.encryption_key()),
                 ),
                 None => None,
             };
@@ -481,7 +484,7 @@ impl<'a> FragmentSink<'a> {
         }
         md.processed_conditions = Some(ProcessedConditions(processed_conditions));
         md.update_fragment_stats(schema).map_err(md_err)?;
-        md.to_bytes(schema).map_err(md_err)
+        md.to_bytes_with_key(schema, self.storage.encryption_key()).map_err(md_err)
     }
 }
 
