@@ -62,7 +62,7 @@ pub enum Error {
     /// The pipeline has the AES-256-GCM filter but no key was given.
     #[error("encrypted with AES-256-GCM: an encryption key is needed")]
     KeyRequired,
-    /// Valid data Tessera cannot process (e.g. WebP images, AES-256-GCM tiles).
+    /// Valid data Tessera cannot process (e.g. lossy WebP encoding).
     #[error("unsupported: {0}")]
     Unsupported(String),
 }
