@@ -680,6 +680,7 @@ fn corpus(testdata: &Path) -> Result<Vec<Bad>> {
         format!("payload re-encoded with the first footer's version (payload offset {first_footer}) set to 23"),
         tile_of(&with_u32(&payload, first_footer, 23))?,
     ));
+    out.extend(encrypted(testdata)?);
     Ok(out)
 }
 
@@ -720,4 +721,98 @@ pub(crate) fn bad_corpus(root: &Path) -> Result<()> {
     fs::write(dir.join("manifest.json"), text)?;
     println!("{BAD_DIR}: {} files, {total} bytes, and manifest.json", files.len());
     Ok(())
+}
+
+/// Files of the array libtiledb wrote with an AES-256-GCM key (`testdata/encrypted/dense`,
+/// key in `gen_encrypted.py`): its schema file with a flipped tag bit, a flipped ciphertext
+/// byte, cut inside the ciphertext, and read with a wrong key or none (the manifest's `key`:
+/// `"right"`, `"wrong"` or `"none"`); its first data tile (ZSTD then AES-256-GCM) with a
+/// flipped tag bit and cut short.
+fn encrypted(testdata: &Path) -> Result<Vec<Bad>> {
+    let mut out = Vec::new();
+    let array = "encrypted/dense";
+    let (src, b) = first_file(testdata, &format!("{array}/__schema"), "")?;
+    // Header (34) and pipeline (GZIP, AES: 23 bytes), u64 chunk count, then the chunk's
+    // three u32 lengths: the AES header starts at 77; its first part's tag at 77 + 28.
+    let md = 34 + get_u32(&b, 30) as usize + 8 + 12;
+    let tag = md + 8 + 8 + 12;
+    let mk = |name: &str, variant, key: &str, corruption: String, bytes: Vec<u8>| Bad {
+        file: format!("encrypted/schema_{name}.tdb"),
+        kind: "encrypted_schema",
+        variant,
+        source: src.clone(),
+        corruption,
+        bytes,
+        extra: json!({ "array": array, "key": key }),
+    };
+    out.push(mk(
+        "bitflip_tag",
+        "bit-flipped",
+        "right",
+        format!("bit 0x04 of byte {tag} flipped (the tag of the first encrypted part)"),
+        flipped(&b, tag, 0x04),
+    ));
+    let last = b.len() - 1;
+    out.push(mk(
+        "bitflip_ciphertext",
+        "bit-flipped",
+        "right",
+        format!("bit 0x01 of the last byte ({last}, ciphertext) flipped"),
+        flipped(&b, last, 0x01),
+    ));
+    out.push(mk(
+        "truncated",
+        "truncated",
+        "right",
+        format!("cut to {} bytes (inside the ciphertext)", b.len() - 10),
+        b[..b.len() - 10].to_vec(),
+    ));
+    out.push(mk(
+        "wrong_key",
+        "bit-flipped",
+        "wrong",
+        "unchanged, read with a wrong key".into(),
+        b.clone(),
+    ));
+    out.push(mk(
+        "no_key",
+        "bit-flipped",
+        "none",
+        "unchanged, read without a key".into(),
+        b.clone(),
+    ));
+
+    let frag = first_fragment(testdata, array)?;
+    let src = format!("{frag}/a0.tdb");
+    let file = fs::read(testdata.join(&src))?;
+    // The file holds two tiles of one chunk each: keep the first.
+    let first_len = 8 + 12 + get_u32(&file, 16) as usize + get_u32(&file, 12) as usize;
+    let b = file[..first_len].to_vec();
+    let framed = FramedTile::parse(b.as_slice())?;
+    let extra = json!({
+        "array": array, "attribute": 0, "tile_size": framed.orig_len(), "key": "right"
+    });
+    let tag = 8 + 12 + 8 + 8 + 12;
+    let mk = |name: &str, variant, corruption: String, bytes: Vec<u8>| Bad {
+        file: format!("encrypted/data_tile_{name}.tdb"),
+        kind: "encrypted_data_tile",
+        variant,
+        source: src.clone(),
+        corruption,
+        bytes,
+        extra: extra.clone(),
+    };
+    out.push(mk(
+        "bitflip_tag",
+        "bit-flipped",
+        format!("bit 0x80 of byte {tag} flipped (the tag of the first encrypted part)"),
+        flipped(&b, tag, 0x80),
+    ));
+    out.push(mk(
+        "truncated",
+        "truncated",
+        format!("cut to {} bytes (inside the ciphertext)", b.len() - 3),
+        b[..b.len() - 3].to_vec(),
+    ));
+    Ok(out)
 }

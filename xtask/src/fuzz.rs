@@ -231,7 +231,8 @@ fn arrays(testdata: &Path) -> Vec<String> {
         .filter_map(|f| {
             let rel = f.strip_prefix(testdata).ok()?.to_str()?;
             let (array, _) = rel.split_once("/__schema/")?;
-            Some(array.to_owned())
+            // Encrypted arrays need the key: the `encrypted` target has its own inputs.
+            (!array.starts_with("encrypted/")).then(|| array.to_owned())
         })
         .collect();
     out.sort();

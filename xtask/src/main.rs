@@ -32,7 +32,12 @@
 //!   read by libtiledb (`xtask/fixtures/check_groups.py`); then the s3 conformance: arrays
 //!   and groups written by libtiledb to a local S3 emulator (moto's server, started and
 //!   stopped by the script) read through `s3://` URIs by `tessera`, and the other way round
-//!   (`xtask/fixtures/check_s3.py`).
+//!   (`xtask/fixtures/check_s3.py`); then the encryption conformance: the arrays libtiledb
+//!   wrote with an AES-256-GCM key (`testdata/encrypted`) read by `tessera` with the key, and
+//!   encrypted arrays and a group `tessera` writes read by libtiledb
+//!   (`xtask/fixtures/check_encrypted.py`); then the WebP conformance: the WebP arrays
+//!   libtiledb wrote (`testdata/webp`) read by `tessera`, and lossless WebP arrays `tessera`
+//!   writes read by libtiledb (`xtask/fixtures/check_webp.py`).
 //! * `test`: `cargo test --workspace` (with `TESSERA_S3_TESTS=1`, so the object-store tests
 //!   run against moto from the venv), then the doc check (`cargo doc --workspace --no-deps`
 //!   with rustdoc warnings denied: broken intra-doc links fail), then `conformance`, then the
@@ -104,7 +109,8 @@ const EXPECTED_VERSIONS: &str = "0.36.1 2.30.0";
 const STAMP_FILE: &str = ".tessera-reference";
 /// The fixture families: the directories under `testdata/` that the generator owns (deleted
 /// before regenerating).
-const GENERATED_DIRS: &[&str] = &["filters", "schemas", "fragments", "queries", "groups"];
+const GENERATED_DIRS: &[&str] =
+    &["filters", "schemas", "fragments", "queries", "groups", "encrypted", "webp"];
 /// The schema JSON inputs of the create conformance step.
 const CREATE_INPUTS: &str = "testdata/create";
 /// Where `tessera create` makes the arrays of the create conformance step.
@@ -127,6 +133,10 @@ const WRITES_CLI_OUT: &str = "target/conformance/writes-cli";
 const CONSOLIDATION_OUT: &str = "target/conformance/consolidation";
 /// Where the groups conformance step makes its groups.
 const GROUPS_OUT: &str = "target/conformance/groups";
+/// Where the encryption conformance step makes its encrypted arrays and group.
+const ENCRYPTED_OUT: &str = "target/conformance/encrypted";
+/// Where the WebP conformance step makes its arrays.
+const WEBP_OUT: &str = "target/conformance/webp";
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Tessera project automation")]
@@ -534,7 +544,7 @@ fn fixtures(root: &Path, families: &[String]) -> Result<()> {
 fn conformance(root: &Path, only: &[String]) -> Result<()> {
     let python = ensure_venv(root)?;
     type Step = fn(&Path, &Path) -> Result<()>;
-    let steps: [(&str, Step); 9] = [
+    let steps: [(&str, Step); 11] = [
         ("fixtures", check_fixtures),
         ("create", create_conformance),
         ("fragments", fragments_conformance),
@@ -544,6 +554,8 @@ fn conformance(root: &Path, only: &[String]) -> Result<()> {
         ("consolidation", consolidation_conformance),
         ("groups", groups_conformance),
         ("s3", s3_conformance),
+        ("encrypted", encrypted_conformance),
+        ("webp", webp_conformance),
     ];
     for o in only {
         if !steps.iter().any(|(n, _)| n == o) {
@@ -921,6 +933,47 @@ fn s3_conformance(python: &Path, root: &Path) -> Result<()> {
     let mut cmd = python_script(python, root, "check_s3.py");
     cmd.arg("--tessera").arg(&tessera);
     run(&mut cmd, "s3 conformance check (xtask/fixtures/check_s3.py)")
+}
+
+/// The encryption conformance step: `xtask/fixtures/check_encrypted.py` reads the
+/// `encrypted` fixture family (written by libtiledb with an AES-256-GCM key) with
+/// `tessera read` / `tessera meta` and the key, checks that a missing or wrong key is a
+/// one-line error naming the file, and has `tessera` create, write, delete from,
+/// consolidate and vacuum encrypted arrays and build an encrypted group (under
+/// `target/conformance/encrypted`) that libtiledb must read with the key and refuse without.
+fn encrypted_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: encryption conformance (AES-256-GCM arrays, tessera vs libtiledb)");
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         encrypted arrays were NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    let mut cmd = python_script(python, root, "check_encrypted.py");
+    cmd.arg("--tessera").arg(&tessera).args(["--out", ENCRYPTED_OUT, "--testdata", "testdata"]);
+    run(&mut cmd, "encryption conformance check (xtask/fixtures/check_encrypted.py)")
+}
+
+/// The WebP conformance step: `xtask/fixtures/check_webp.py` reads the `webp` fixture family
+/// (lossless and lossy WebP tiles libtiledb wrote) with `tessera read`, which must equal
+/// libtiledb's read exactly, and has `tessera` write lossless WebP arrays in every colour
+/// format (under `target/conformance/webp`) that libtiledb must read exactly; a lossy write
+/// must be a one-line error.
+fn webp_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: webp conformance (WebP tiles, tessera vs libtiledb)");
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         WebP tiles were NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    let mut cmd = python_script(python, root, "check_webp.py");
+    cmd.arg("--tessera").arg(&tessera).args(["--out", WEBP_OUT, "--testdata", "testdata"]);
+    run(&mut cmd, "webp conformance check (xtask/fixtures/check_webp.py)")
 }
 
 /// Whether the CLI binary has a subcommand: `tessera <name> --help` exits 0.

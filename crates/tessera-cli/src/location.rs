@@ -7,15 +7,46 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
 use tessera::layers::query::object_type;
 use tessera::{
-    Array, ArraySchema, Enumeration, Group, GroupMember, GroupWriter, LocalStorage, ObjectType,
-    Storage,
+    Array, ArraySchema, EncryptedStorage, EncryptionKey, Enumeration, Group, GroupMember,
+    GroupWriter, LocalStorage, ObjectType, Storage,
 };
 use tessera_object_store::{ObjectStoreStorage, is_object_store_uri};
+
+/// The AES-256-GCM key every location of this run uses (`--key-file` or
+/// `TESSERA_ENCRYPTION_KEY`), set once at start-up.
+static ENCRYPTION_KEY: OnceLock<EncryptionKey> = OnceLock::new();
+
+/// Makes every storage of this run carry `key`: what the commands write is encrypted with
+/// it, what they read is decrypted with it.
+pub(crate) fn set_encryption_key(key: EncryptionKey) {
+    let _ = ENCRYPTION_KEY.set(key);
+}
+
+/// The key of the command line: the content of `key_file` when given, else the variable
+/// `TESSERA_ENCRYPTION_KEY` when set and not empty; 32 characters, or 64 hexadecimal digits.
+///
+/// # Errors
+/// An unreadable key file, or a key of another length.
+pub(crate) fn encryption_key(key_file: Option<&Path>) -> Result<Option<EncryptionKey>> {
+    let (text, source) = match key_file {
+        Some(path) => (
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the key file {}", path.display()))?,
+            format!("the key file {}", path.display()),
+        ),
+        None => match std::env::var("TESSERA_ENCRYPTION_KEY") {
+            Ok(text) if !text.is_empty() => (text, "TESSERA_ENCRYPTION_KEY".to_owned()),
+            _ => return Ok(None),
+        },
+    };
+    let key = EncryptionKey::parse(&text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+    Ok(Some(key))
+}
 
 /// A place holding an array, a group, or folders of them.
 #[derive(Debug, Clone)]
@@ -73,11 +104,16 @@ impl Location {
         }
     }
 
-    /// The storage rooted here.
+    /// The storage rooted here, carrying the encryption key of the command line (see
+    /// [`set_encryption_key`]) when there is one.
     pub(crate) fn storage(&self) -> Arc<dyn Storage> {
-        match self {
+        let storage: Arc<dyn Storage> = match self {
             Location::Local(p) => Arc::new(LocalStorage::new(p)),
             Location::Remote(s) => Arc::new(s.clone()),
+        };
+        match ENCRYPTION_KEY.get() {
+            Some(key) => Arc::new(EncryptedStorage::new(storage, key.clone())),
+            None => storage,
         }
     }
 

@@ -47,6 +47,11 @@ mod write_cmd;
 #[derive(Debug, Parser)]
 #[command(name = "tessera", version, about)]
 struct Cli {
+    /// The 32-byte AES-256-GCM key of encrypted arrays and groups, read from FILE (32
+    /// characters or 64 hex digits; default: the TESSERA_ENCRYPTION_KEY variable). Arrays and
+    /// groups created or written with a key are encrypted.
+    #[arg(long, global = true, value_name = "FILE")]
+    key_file: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -248,6 +253,9 @@ fn error_line(e: &anyhow::Error) -> String {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    if let Some(key) = location::encryption_key(cli.key_file.as_deref())? {
+        location::set_encryption_key(key);
+    }
     match cli.command {
         Command::Schema { array, json } => {
             let opened = open(&array, None)?;

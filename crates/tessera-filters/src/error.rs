@@ -47,7 +47,22 @@ pub enum Error {
         /// The datatype at its stage.
         datatype: Datatype,
     },
-    /// Valid data Tessera cannot process (e.g. WebP images, AES-256-GCM tiles).
+    /// AES-256-GCM refused a part: its tag does not match, so the key is wrong or the bytes
+    /// were changed.
+    #[error(
+        "AES-256-GCM: {what} part {part} fails authentication (wrong encryption key, or the \
+         data was altered)"
+    )]
+    Authentication {
+        /// `"metadata"` or `"data"`.
+        what: &'static str,
+        /// Index of the part.
+        part: usize,
+    },
+    /// The pipeline has the AES-256-GCM filter but no key was given.
+    #[error("encrypted with AES-256-GCM: an encryption key is needed")]
+    KeyRequired,
+    /// Valid data Tessera cannot process (e.g. lossy WebP encoding).
     #[error("unsupported: {0}")]
     Unsupported(String),
 }

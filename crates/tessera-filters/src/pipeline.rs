@@ -1,6 +1,8 @@
 //! Filter pipelines: their on-disk form and running them over one chunk.
 
-use tessera_types::{ByteReader, Datatype, FilterType, MAX_TILE_CHUNK_SIZE};
+use tessera_types::{
+    ByteReader, Datatype, EncryptionKey, FORMAT_VERSION, FilterType, MAX_TILE_CHUNK_SIZE,
+};
 
 use crate::{Decoded, Error, Filter, FilterCodec, FilterContext, Parts, Result, filters};
 
@@ -128,12 +130,33 @@ impl FilterPipeline {
         cell_size: usize,
         version: u32,
     ) -> Result<PipelineCodec> {
+        self.codec_with_key(datatype, cell_size, version, None)
+    }
+
+    /// [`Self::codec`] for a pipeline that may hold the AES-256-GCM filter (the header
+    /// pipeline of an encrypted generic tile), which runs with `key`.
+    ///
+    /// # Errors
+    /// As [`Self::codec`]; [`Error::KeyRequired`] when the pipeline has the AES-256-GCM
+    /// filter and `key` is `None`.
+    pub fn codec_with_key(
+        &self,
+        datatype: Datatype,
+        cell_size: usize,
+        version: u32,
+        key: Option<&EncryptionKey>,
+    ) -> Result<PipelineCodec> {
         let types = self.stage_datatypes(datatype);
         let mut stages = Vec::with_capacity(self.filters.len());
         for (f, &t) in self.filters.iter().zip(&types) {
+            let codec = match (f, key) {
+                (Filter::EncryptionAes256Gcm, Some(key)) => filters::aes::build(key),
+                (Filter::EncryptionAes256Gcm, None) => return Err(Error::KeyRequired),
+                _ => f.codec()?,
+            };
             stages.push(Stage {
                 filter: *f,
-                codec: f.codec()?,
+                codec,
                 ctx: FilterContext { datatype: t, cell_size, version },
             });
         }
@@ -170,6 +193,29 @@ impl PipelineCodec {
     /// [`Self::encode_strings`] / [`Self::decode_strings`] for them.
     pub fn is_string_path(&self) -> bool {
         self.string_path
+    }
+
+    /// This pipeline with the AES-256-GCM filter appended, running with `key`, as libtiledb
+    /// appends it at run time to the pipeline of every data tile of an encrypted array; with
+    /// `None`, the pipeline unchanged.
+    #[must_use]
+    pub fn encrypted(mut self, key: Option<&EncryptionKey>) -> Self {
+        if let Some(key) = key {
+            let ctx = self.stages.last().map_or(
+                FilterContext { datatype: Datatype::Blob, cell_size: 1, version: FORMAT_VERSION },
+                |s| s.ctx,
+            );
+            let datatype = self
+                .stages
+                .last()
+                .map_or(ctx.datatype, |s| s.filter.output_datatype(s.ctx.datatype));
+            self.stages.push(Stage {
+                filter: Filter::EncryptionAes256Gcm,
+                codec: filters::aes::build(key),
+                ctx: FilterContext { datatype, ..ctx },
+            });
+        }
+        self
     }
 
     /// Number of filters.

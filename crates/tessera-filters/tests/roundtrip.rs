@@ -258,17 +258,25 @@ fn pipeline_bytes_round_trip_for_every_filter() {
 }
 
 #[test]
-fn webp_is_a_clear_unsupported_error() {
-    let pipeline = FilterPipeline::new(vec![Filter::Webp {
-        quality: 100.0,
-        format: WebpInputFormat::Rgb,
-        lossless: true,
-        y_extent: 2,
-        x_extent: 6,
-    }]);
-    let codec = pipeline.codec(Datatype::UInt8, 1, 22).unwrap();
-    let err = codec.encode_chunk(&[0; 12]).unwrap_err();
-    assert!(err.to_string().to_lowercase().contains("webp"), "{err}");
+fn webp_lossless_round_trips_and_lossy_encoding_is_a_clear_error() {
+    let webp = |lossless| {
+        FilterPipeline::new(vec![Filter::Webp {
+            quality: 100.0,
+            format: WebpInputFormat::Rgb,
+            lossless,
+            y_extent: 2,
+            x_extent: 6,
+        }])
+    };
+    let codec = webp(true).codec(Datatype::UInt8, 1, 22).unwrap();
+    let pixels: Vec<u8> = (0..12).map(|i| i * 20).collect();
+    let enc = codec.encode_chunk(&pixels).unwrap();
+    assert_eq!(&enc.data[..4], b"RIFF");
+    let mut out = Vec::new();
+    codec.decode_chunk(&enc.metadata, &enc.data, &mut out).unwrap();
+    assert_eq!(out, pixels);
+    let err = webp(false).codec(Datatype::UInt8, 1, 22).unwrap().encode_chunk(&pixels).unwrap_err();
+    assert!(err.to_string().contains("lossy WebP encoding"), "{err}");
     let err = codec.decode_chunk(&[], &[0; 12], &mut Vec::new()).unwrap_err();
     assert!(err.to_string().to_lowercase().contains("webp"), "{err}");
 }

@@ -15,7 +15,7 @@
 //!
 //! An empty condition serializes to zero bytes.
 
-use tessera_types::FORMAT_VERSION;
+use tessera_types::{EncryptionKey, FORMAT_VERSION};
 
 use crate::parse::{PResult, bytes, fail, parse_all, u8f, u32f, u64f, utf8};
 use crate::{Error, Result};
@@ -414,7 +414,15 @@ impl DeleteCommit {
     /// [`Error::Tile`] when the generic tile cannot be decoded; otherwise as
     /// [`ConditionNode::parse`].
     pub fn parse_file(file: &[u8]) -> Result<Self> {
-        let payload = read_tile(file, "delete commit")?;
+        Self::parse_file_with_key(file, None)
+    }
+
+    /// [`Self::parse_file`] of an array encrypted with `key`.
+    ///
+    /// # Errors
+    /// As [`Self::parse_file`].
+    pub fn parse_file_with_key(file: &[u8], key: Option<&EncryptionKey>) -> Result<Self> {
+        let payload = read_tile(file, "delete commit", key)?;
         Ok(DeleteCommit { condition: ConditionNode::parse(&payload)? })
     }
 
@@ -428,7 +436,15 @@ impl DeleteCommit {
     /// # Errors
     /// [`Error::Tile`] when the generic tile cannot be encoded.
     pub fn to_file(&self) -> Result<Vec<u8>> {
-        write_tile(&self.payload(), "delete commit")
+        self.to_file_with_key(None)
+    }
+
+    /// [`Self::to_file`] for an array encrypted with `key`.
+    ///
+    /// # Errors
+    /// As [`Self::to_file`].
+    pub fn to_file_with_key(&self, key: Option<&EncryptionKey>) -> Result<Vec<u8>> {
+        write_tile(&self.payload(), "delete commit", key)
     }
 }
 
@@ -492,7 +508,15 @@ impl UpdateCommit {
     /// [`Error::Tile`] when the generic tile cannot be decoded; otherwise as
     /// [`UpdateCommit::parse_payload`].
     pub fn parse_file(file: &[u8]) -> Result<Self> {
-        Self::parse_payload(&read_tile(file, Self::STRUCTURE)?)
+        Self::parse_file_with_key(file, None)
+    }
+
+    /// [`Self::parse_file`] of an array encrypted with `key`.
+    ///
+    /// # Errors
+    /// As [`Self::parse_file`].
+    pub fn parse_file_with_key(file: &[u8], key: Option<&EncryptionKey>) -> Result<Self> {
+        Self::parse_payload(&read_tile(file, Self::STRUCTURE, key)?)
     }
 
     /// The tile payload.
@@ -516,13 +540,25 @@ impl UpdateCommit {
     /// # Errors
     /// [`Error::Tile`] when the generic tile cannot be encoded.
     pub fn to_file(&self) -> Result<Vec<u8>> {
-        write_tile(&self.payload(), Self::STRUCTURE)
+        self.to_file_with_key(None)
+    }
+
+    /// [`Self::to_file`] for an array encrypted with `key`.
+    ///
+    /// # Errors
+    /// As [`Self::to_file`].
+    pub fn to_file_with_key(&self, key: Option<&EncryptionKey>) -> Result<Vec<u8>> {
+        write_tile(&self.payload(), Self::STRUCTURE, key)
     }
 }
 
 /// Decodes the single generic tile of a file.
-pub(crate) fn read_tile(file: &[u8], structure: &'static str) -> Result<Vec<u8>> {
-    let (tile, end) = tessera_tile::read_generic_tile_at(file, 0)
+pub(crate) fn read_tile(
+    file: &[u8],
+    structure: &'static str,
+    key: Option<&EncryptionKey>,
+) -> Result<Vec<u8>> {
+    let (tile, end) = tessera_tile::read_generic_tile_at_with_key(file, 0, key)
         .map_err(|source| Error::Tile { structure, offset: 0, source })?;
     if end != file.len() as u64 {
         return Err(Error::malformed(
@@ -536,12 +572,13 @@ pub(crate) fn read_tile(file: &[u8], structure: &'static str) -> Result<Vec<u8>>
 }
 
 /// Encodes `payload` as one libtiledb generic tile.
-pub(crate) fn write_tile(payload: &[u8], structure: &'static str) -> Result<Vec<u8>> {
-    tessera_tile::write_generic_tile(payload, FORMAT_VERSION).map_err(|source| Error::Tile {
-        structure,
-        offset: 0,
-        source,
-    })
+pub(crate) fn write_tile(
+    payload: &[u8],
+    structure: &'static str,
+    key: Option<&EncryptionKey>,
+) -> Result<Vec<u8>> {
+    tessera_tile::write_generic_tile_with_key(payload, FORMAT_VERSION, key)
+        .map_err(|source| Error::Tile { structure, offset: 0, source })
 }
 
 #[cfg(test)]

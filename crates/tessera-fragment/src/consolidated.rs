@@ -103,7 +103,18 @@ impl ConsolidatedFragmentMeta {
     /// [`Error::Tile`] when the tile cannot be decoded; otherwise as
     /// [`ConsolidatedFragmentMeta::parse_payload`].
     pub fn parse_file(file: &[u8]) -> Result<Self> {
-        Self::parse_payload(&read_tile(file, STRUCTURE)?)
+        Self::parse_file_with_key(file, None)
+    }
+
+    /// [`Self::parse_file`] of an array encrypted with `key`.
+    ///
+    /// # Errors
+    /// As [`Self::parse_file`].
+    pub fn parse_file_with_key(
+        file: &[u8],
+        key: Option<&tessera_types::EncryptionKey>,
+    ) -> Result<Self> {
+        Self::parse_payload(&read_tile(file, STRUCTURE, key)?)
     }
 
     /// The unfiltered payload, with the footer offsets computed as libtiledb does.
@@ -131,7 +142,15 @@ impl ConsolidatedFragmentMeta {
     /// # Errors
     /// [`Error::Tile`] when the tile cannot be encoded.
     pub fn to_file(&self) -> Result<Vec<u8>> {
-        write_tile(&self.to_payload(), STRUCTURE)
+        self.to_file_with_key(None)
+    }
+
+    /// [`Self::to_file`] for an array encrypted with `key`.
+    ///
+    /// # Errors
+    /// As [`Self::to_file`].
+    pub fn to_file_with_key(&self, key: Option<&tessera_types::EncryptionKey>) -> Result<Vec<u8>> {
+        write_tile(&self.to_payload(), STRUCTURE, key)
     }
 
     /// The entry of fragment `name`.

@@ -160,9 +160,25 @@ impl LazyPart {
     /// # Errors
     /// [`Error::Tile`] (with file offsets) when the tile cannot be decoded.
     pub fn decode_tile(self, bytes: &[u8], file_offset: u64) -> Result<Vec<u8>> {
-        tessera_tile::read_generic_tile_at(bytes, 0).map(|(t, _)| t.payload).map_err(|source| {
-            Error::Tile { structure: self.structure(), offset: 0, source }.at_offset(file_offset)
-        })
+        self.decode_tile_with_key(bytes, file_offset, None)
+    }
+
+    /// [`Self::decode_tile`] for a fragment of an array encrypted with `key`.
+    ///
+    /// # Errors
+    /// As [`Self::decode_tile`].
+    pub fn decode_tile_with_key(
+        self,
+        bytes: &[u8],
+        file_offset: u64,
+        key: Option<&tessera_types::EncryptionKey>,
+    ) -> Result<Vec<u8>> {
+        tessera_tile::read_generic_tile_at_with_key(bytes, 0, key).map(|(t, _)| t.payload).map_err(
+            |source| {
+                Error::Tile { structure: self.structure(), offset: 0, source }
+                    .at_offset(file_offset)
+            },
+        )
     }
 }
 

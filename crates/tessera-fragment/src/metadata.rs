@@ -4,6 +4,7 @@
 
 use tessera_rtree::RTree;
 use tessera_schema::ArraySchema;
+use tessera_types::EncryptionKey;
 
 use crate::fields::{FieldInfo, FieldLayout};
 use crate::footer::{Footer, GenericTileOffsets, LazyPart, dim_types};
@@ -112,6 +113,19 @@ impl FragmentMetadata {
     /// [`Error::Malformed`] when a tile is not where the footer says, or bytes lie between
     /// the last tile and the footer; the part parsers' errors.
     pub fn parse_all(file: &[u8], schema: &ArraySchema) -> Result<Self> {
+        Self::parse_all_with_key(file, schema, None)
+    }
+
+    /// [`Self::parse_all`] of a fragment of an array encrypted with `key` (the footer is
+    /// plain, every generic tile encrypted).
+    ///
+    /// # Errors
+    /// As [`Self::parse_all`].
+    pub fn parse_all_with_key(
+        file: &[u8],
+        schema: &ArraySchema,
+        key: Option<&EncryptionKey>,
+    ) -> Result<Self> {
         let size = file.len() as u64;
         let footer = Footer::parse_file(file, schema)?;
         let len_at = size - 8;
@@ -120,7 +134,7 @@ impl FragmentMetadata {
         let layout = footer.layout(schema);
         let dims = dim_types(schema);
 
-        let mut cur = TileCursor { tiles, pos: 0 };
+        let mut cur = TileCursor { tiles, pos: 0, key };
         let at_part = |part: LazyPart, at: u64| {
             move |e: Error| Error::Part { part, offset: at, source: Box::new(e) }
         };
@@ -226,6 +240,19 @@ impl FragmentMetadata {
     /// [`Error::Invalid`] when a per-field vector does not have one entry per field or the
     /// footer does not fit the schema; [`Error::Tile`] when a tile cannot be encoded.
     pub fn to_bytes(&self, schema: &ArraySchema) -> Result<Vec<u8>> {
+        self.to_bytes_with_key(schema, None)
+    }
+
+    /// [`Self::to_bytes`] for an array encrypted with `key`: every generic tile encrypted,
+    /// the footer plain, as libtiledb writes them.
+    ///
+    /// # Errors
+    /// As [`Self::to_bytes`].
+    pub fn to_bytes_with_key(
+        &self,
+        schema: &ArraySchema,
+        key: Option<&EncryptionKey>,
+    ) -> Result<Vec<u8>> {
         let layout = self.footer.layout(schema);
         let num = layout.num();
         let v = self.footer.version;
@@ -263,9 +290,10 @@ impl FragmentMetadata {
         let mut out = Vec::new();
         let mut put = |part: LazyPart, payload: &[u8]| -> Result<u64> {
             let at = out.len() as u64;
-            let tile = tessera_tile::write_generic_tile(payload, v).map_err(|source| {
-                Error::Tile { structure: part.structure(), offset: at, source }
-            })?;
+            let tile =
+                tessera_tile::write_generic_tile_with_key(payload, v, key).map_err(|source| {
+                    Error::Tile { structure: part.structure(), offset: at, source }
+                })?;
             out.extend_from_slice(&tile);
             Ok(at)
         };
@@ -355,6 +383,7 @@ impl FragmentMetadata {
 struct TileCursor<'a> {
     tiles: &'a [u8],
     pos: u64,
+    key: Option<&'a EncryptionKey>,
 }
 
 impl TileCursor<'_> {
@@ -370,7 +399,7 @@ impl TileCursor<'_> {
                 ),
             ));
         }
-        let (tile, end) = tessera_tile::read_generic_tile_at(self.tiles, at)
+        let (tile, end) = tessera_tile::read_generic_tile_at_with_key(self.tiles, at, self.key)
             .map_err(|source| Error::Tile { structure: part.structure(), offset: at, source })?;
         self.pos = end;
         Ok(tile.payload)

@@ -47,12 +47,16 @@ fn read_schema(storage: &dyn Storage, name: &str) -> Result<ArraySchema> {
         format!("{}/{name}", dirs::SCHEMA)
     };
     let bytes = storage.read(&file_name)?;
-    ArraySchema::parse_file(&bytes).map_err(|source| match source {
-        tessera_schema::Error::UnsupportedVersion { version, .. } => Error::Unsupported(format!(
-            "{file_name}: format version {version} (Tessera reads 1 to {FORMAT_VERSION})"
-        )),
-        source => Error::Schema { file: file_name, source },
-    })
+    ArraySchema::parse_file_with_key(&bytes, storage.encryption_key()).map_err(
+        |source| match source {
+            tessera_schema::Error::UnsupportedVersion { version, .. } => {
+                Error::Unsupported(format!(
+                    "{file_name}: format version {version} (Tessera reads 1 to {FORMAT_VERSION})"
+                ))
+            }
+            source => Error::Schema { file: file_name, source },
+        },
+    )
 }
 
 fn read_enumerations(storage: &dyn Storage, schema: &ArraySchema) -> Result<Vec<Enumeration>> {
@@ -60,7 +64,7 @@ fn read_enumerations(storage: &dyn Storage, schema: &ArraySchema) -> Result<Vec<
     for EnumerationRef { path, .. } in &schema.enumerations {
         let file = format!("{}/{path}", dirs::ENUMERATIONS);
         let bytes = storage.read(&file)?;
-        let payload = tessera_tile::read_generic_tile(&bytes)
+        let payload = tessera_tile::read_generic_tile_with_key(&bytes, storage.encryption_key())
             .map_err(|e| Error::Schema { file: file.clone(), source: e.into() })?;
         enumerations
             .push(Enumeration::parse(&payload).map_err(|source| Error::Schema { file, source })?);
@@ -157,12 +161,16 @@ impl Array {
         // Enumerations before the schema that names them: a reader that sees the schema finds
         // them all.
         for e in &files {
-            let bytes = tessera_tile::write_generic_tile(&e.to_bytes(), FORMAT_VERSION)
-                .map_err(|e| schema_err(e.into()))?;
+            let bytes = tessera_tile::write_generic_tile_with_key(
+                &e.to_bytes(),
+                FORMAT_VERSION,
+                storage.encryption_key(),
+            )
+            .map_err(|e| schema_err(e.into()))?;
             storage.publish(&format!("{}/{}", dirs::ENUMERATIONS, e.path), Bytes::from(bytes))?;
         }
         let name = TimestampedName::generate(timestamp, timestamp, None);
-        let file = schema.to_file().map_err(schema_err)?;
+        let file = schema.to_file_with_key(storage.encryption_key()).map_err(schema_err)?;
         storage.publish(&format!("{}/{name}", dirs::SCHEMA), Bytes::from(file))?;
         Ok(())
     }

@@ -137,15 +137,19 @@ impl DeleteQuery<'_> {
             Error::Fragment { file: dirs::COMMITS.into(), source: Box::new(source) }
         })?;
         let path = format!("{}/{}", dirs::COMMITS, name.with_extension("del"));
-        let file = encode(&commit, &path)?;
+        let file = encode(&commit, &path, array.storage().encryption_key())?;
         array.storage().publish(&path, Bytes::from(file))?;
         Ok(name)
     }
 }
 
-fn encode(commit: &DeleteFile, path: &str) -> Result<Vec<u8>> {
+fn encode(
+    commit: &DeleteFile,
+    path: &str,
+    key: Option<&tessera_types::EncryptionKey>,
+) -> Result<Vec<u8>> {
     commit
-        .to_file()
+        .to_file_with_key(key)
         .map_err(|source| Error::Fragment { file: path.to_owned(), source: Box::new(source) })
 }
 

@@ -103,7 +103,10 @@ impl Fragment {
         let bytes = storage
             .read_range(&self.metadata_path(), range.clone())
             .map_err(|e| removed_or(e, &self.metadata_path()))?;
-        let payload = Arc::new(part.decode_tile(&bytes, range.start).map_err(|s| self.error(s))?);
+        let payload = Arc::new(
+            part.decode_tile_with_key(&bytes, range.start, storage.encryption_key())
+                .map_err(|s| self.error(s))?,
+        );
         self.parts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -168,13 +171,14 @@ fn load_v1_v2(
     let path = format!("{dir}/{FRAGMENT_METADATA_FILE}");
     let err = |source| Error::Fragment { file: path.clone(), source: Box::new(source) };
     let file = storage.read(&path)?;
-    let payload = tessera_tile::read_generic_tile(&file).map_err(|source| {
-        err(tessera_fragment::Error::Tile {
-            structure: "fragment metadata (format 1-2)",
-            offset: 0,
-            source,
-        })
-    })?;
+    let payload = tessera_tile::read_generic_tile_with_key(&file, storage.encryption_key())
+        .map_err(|source| {
+            err(tessera_fragment::Error::Tile {
+                structure: "fragment metadata (format 1-2)",
+                offset: 0,
+                source,
+            })
+        })?;
     let schema = schema_for(SCHEMA_NAME)?;
     let meta = V1V2Metadata::parse(&payload, &schema).map_err(err)?;
     let coords = format!("{dir}/{}.tdb", tessera_fragment::previous::files::COORDS_STEM);
@@ -331,8 +335,11 @@ fn load_consolidated_footers(
     // Newest first, so a newer consolidation wins.
     metas.sort_by(|(a, _), (b, _)| (b.t2(), b.as_str()).cmp(&(a.t2(), a.as_str())));
     for (_, path) in metas {
-        let meta = ConsolidatedFragmentMeta::parse_file(&storage.read(&path)?)
-            .map_err(|source| Error::Fragment { file: path.clone(), source: Box::new(source) })?;
+        let meta = ConsolidatedFragmentMeta::parse_file_with_key(
+            &storage.read(&path)?,
+            storage.encryption_key(),
+        )
+        .map_err(|source| Error::Fragment { file: path.clone(), source: Box::new(source) })?;
         for f in meta.entries {
             if wanted.contains(f.name.as_str()) {
                 out.entry(f.name).or_insert_with(|| Bytes::from(f.footer));

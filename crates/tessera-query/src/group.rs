@@ -208,7 +208,9 @@ fn load_members(
                 source: Box::new(source),
             };
             let bytes = storage.read(&path)?;
-            let payload = tessera_tile::read_generic_tile(&bytes).map_err(err)?;
+            let payload =
+                tessera_tile::read_generic_tile_with_key(&bytes, storage.encryption_key())
+                    .map_err(err)?;
             let details = GroupDetails::parse(&payload).map_err(|e| err(e.into()))?;
             if !legacy && details.version != DETAILS_VERSION {
                 return Err(err(tessera_types::Error::invalid(
@@ -459,8 +461,12 @@ impl GroupWriter {
                 TimestampedName::generate(self.timestamp, self.timestamp, Some(DETAILS_VERSION));
             let path = format!("{DETAILS_DIR}/{name}");
             let payload = GroupDetails::to_payload(&self.details_entries());
-            let bytes = tessera_tile::write_generic_tile(&payload, FORMAT_VERSION)
-                .map_err(|e| Error::Group { file: path.clone(), source: Box::new(e) })?;
+            let bytes = tessera_tile::write_generic_tile_with_key(
+                &payload,
+                FORMAT_VERSION,
+                self.storage.encryption_key(),
+            )
+            .map_err(|e| Error::Group { file: path.clone(), source: Box::new(e) })?;
             self.storage.create_dir(DETAILS_DIR)?;
             self.storage.publish(&path, Bytes::from(bytes))?;
             Some(name)

@@ -564,7 +564,9 @@ impl ArrayMetadata {
                     file: path.clone(),
                     source: Box::new(source),
                 };
-                let payload = tessera_tile::read_generic_tile(&bytes).map_err(err)?;
+                let payload =
+                    tessera_tile::read_generic_tile_with_key(&bytes, storage.encryption_key())
+                        .map_err(err)?;
                 parse_payload(&payload).map_err(|e| err(e.into()))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -752,6 +754,17 @@ impl MetadataWriter {
     /// # Errors
     /// [`Error::Metadata`] when the generic tile cannot be encoded.
     pub fn file(&self) -> Result<Option<MetadataFile>> {
+        self.file_with_key(None)
+    }
+
+    /// [`Self::file`] for an array or group encrypted with `key`.
+    ///
+    /// # Errors
+    /// As [`Self::file`].
+    pub fn file_with_key(
+        &self,
+        key: Option<&tessera_types::EncryptionKey>,
+    ) -> Result<Option<MetadataFile>> {
         if self.is_empty() {
             return Ok(None);
         }
@@ -761,7 +774,8 @@ impl MetadataWriter {
             source: Box::new(source),
         };
         let payload = self.payload().map_err(|e| err(e.into()))?;
-        let bytes = tessera_tile::write_generic_tile(&payload, FORMAT_VERSION).map_err(err)?;
+        let bytes = tessera_tile::write_generic_tile_with_key(&payload, FORMAT_VERSION, key)
+            .map_err(err)?;
         Ok(Some(MetadataFile { name, bytes }))
     }
 
@@ -771,7 +785,7 @@ impl MetadataWriter {
     /// # Errors
     /// As [`Self::file`], and storage errors.
     pub fn commit(&self, storage: &dyn Storage) -> Result<Option<TimestampedName>> {
-        let Some(file) = self.file()? else { return Ok(None) };
+        let Some(file) = self.file_with_key(storage.encryption_key())? else { return Ok(None) };
         storage.publish(&format!("{}/{}", dirs::META, file.name), Bytes::from(file.bytes))?;
         Ok(Some(file.name))
     }

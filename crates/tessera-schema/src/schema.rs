@@ -129,7 +129,20 @@ impl ArraySchema {
     /// # Errors
     /// As [`Self::parse`], plus generic-tile errors.
     pub fn parse_file(file: &[u8]) -> Result<ArraySchema> {
-        let payload = tessera_tile::read_generic_tile(file)?;
+        Self::parse_file_with_key(file, None)
+    }
+
+    /// [`Self::parse_file`] of an array that may be encrypted with `key` (see
+    /// [`tessera_tile::read_generic_tile_with_key`]).
+    ///
+    /// # Errors
+    /// As [`Self::parse_file`], and when the file's encryption and `key` disagree or the key
+    /// is wrong.
+    pub fn parse_file_with_key(
+        file: &[u8],
+        key: Option<&tessera_types::EncryptionKey>,
+    ) -> Result<ArraySchema> {
+        let payload = tessera_tile::read_generic_tile_with_key(file, key)?;
         Self::parse(&payload)
     }
 
@@ -173,7 +186,15 @@ impl ArraySchema {
     /// # Errors
     /// When compression fails.
     pub fn to_file(&self) -> Result<Vec<u8>> {
-        Ok(tessera_tile::write_generic_tile(&self.to_bytes(), FORMAT_VERSION)?)
+        self.to_file_with_key(None)
+    }
+
+    /// [`Self::to_file`], encrypted with `key` when there is one.
+    ///
+    /// # Errors
+    /// As [`Self::to_file`].
+    pub fn to_file_with_key(&self, key: Option<&tessera_types::EncryptionKey>) -> Result<Vec<u8>> {
+        Ok(tessera_tile::write_generic_tile_with_key(&self.to_bytes(), FORMAT_VERSION, key)?)
     }
 
     /// Checks what libtiledb checks before it accepts a schema.

@@ -37,6 +37,7 @@ use std::ops::Range;
 
 pub use bytes::Bytes;
 
+mod encrypted;
 mod error;
 mod local;
 mod memory;
@@ -44,10 +45,12 @@ mod path;
 pub mod testsuite;
 mod writeback;
 
+pub use encrypted::EncryptedStorage;
 pub use error::{Error, Op, Result};
 pub use local::LocalStorage;
 pub use memory::MemoryStorage;
 pub use path::{normalize_non_root, normalize_path};
+pub use tessera_types::EncryptionKey;
 
 /// One direct child of a directory, as returned by [`Storage::list`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -297,6 +300,13 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn writer<'a>(&'a self, path: &str) -> Result<Box<dyn ObjectWriter + 'a>> {
         normalize_non_root(Op::Write, path)?;
         Ok(Box::new(BufferedWriter { storage: self, path: path.to_owned(), data: Vec::new() }))
+    }
+
+    /// The AES-256-GCM key of the encrypted arrays and groups on this storage, which the
+    /// engine then uses for everything it reads and writes here (see [`EncryptedStorage`]).
+    /// `None` (the default) for unencrypted ones.
+    fn encryption_key(&self) -> Option<&EncryptionKey> {
+        None
     }
 }
 

@@ -97,7 +97,11 @@ pub enum Error {
     /// (a zero cell size, a chunk longer than `u32::MAX`, var data without offsets).
     #[error("invalid input: {0}")]
     InvalidInput(String),
-    /// Valid input that Tessera does not handle, such as an AES-256-GCM encrypted tile.
+    /// A generic tile's encryption and the key given disagree (an encrypted tile read without
+    /// a key, or a plain tile read with one, which libtiledb refuses too).
+    #[error("encryption: {0}")]
+    Encryption(String),
+    /// Valid input that Tessera does not handle.
     #[error("unsupported: {0}")]
     Unsupported(String),
     /// The output buffer of a tile could not be allocated (its announced size is absurd).

@@ -5,7 +5,7 @@
 
 use rayon::prelude::*;
 use tessera_filters::FilterPipeline;
-use tessera_types::{ByteReader, Datatype, EncryptionType};
+use tessera_types::{ByteReader, Datatype, EncryptionKey, EncryptionType};
 
 use crate::chunking::Split;
 use crate::framing::FramedTile;
@@ -166,7 +166,19 @@ pub struct GenericTile {
 /// # Errors
 /// As [`read_generic_tile_at`].
 pub fn read_generic_tile(bytes: &[u8]) -> Result<Vec<u8>> {
-    Ok(read_generic_tile_at(bytes, 0)?.0.payload)
+    read_generic_tile_with_key(bytes, None)
+}
+
+/// [`read_generic_tile`] of a tile that may be encrypted: with `key`, the tile must be
+/// AES-256-GCM encrypted and is decrypted with it; without, it must not be (as libtiledb,
+/// which refuses a tile whose encryption differs from the key it was given).
+///
+/// # Errors
+/// As [`read_generic_tile_at`]; [`Error::Encryption`] when the tile's encryption and the key
+/// disagree; [`Error::DecodeChunk`] wrapping [`tessera_filters::Error::Authentication`] for
+/// a wrong key or altered bytes.
+pub fn read_generic_tile_with_key(bytes: &[u8], key: Option<&EncryptionKey>) -> Result<Vec<u8>> {
+    Ok(read_generic_tile_at_with_key(bytes, 0, key)?.0.payload)
 }
 
 /// Decodes the generic tile starting `offset` bytes into `bytes`; returns it with the offset
@@ -174,10 +186,23 @@ pub fn read_generic_tile(bytes: &[u8]) -> Result<Vec<u8>> {
 ///
 /// # Errors
 /// [`Error::Format`] for a malformed header or a tile running past the end of `bytes`;
-/// [`Error::Unsupported`] for an encrypted tile; [`Error::SizeMismatch`] when the chunks do
+/// [`Error::Encryption`] for an encrypted tile (use [`read_generic_tile_at_with_key`]); [`Error::SizeMismatch`] when the chunks do
 /// not add up to `tile_size`; [`Error::Framing`], [`Error::DecodeChunk`] and
 /// [`Error::ChunkLength`] for corrupt tile data.
 pub fn read_generic_tile_at(bytes: &[u8], offset: u64) -> Result<(GenericTile, u64)> {
+    read_generic_tile_at_with_key(bytes, offset, None)
+}
+
+/// [`read_generic_tile_at`] of a tile that may be encrypted (see
+/// [`read_generic_tile_with_key`]).
+///
+/// # Errors
+/// As [`read_generic_tile_with_key`].
+pub fn read_generic_tile_at_with_key(
+    bytes: &[u8],
+    offset: u64,
+    key: Option<&EncryptionKey>,
+) -> Result<(GenericTile, u64)> {
     let slice = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)).ok_or(
         tessera_types::Error::Truncated {
             structure: STRUCTURE,
@@ -188,7 +213,7 @@ pub fn read_generic_tile_at(bytes: &[u8], offset: u64) -> Result<(GenericTile, u
         },
     )?;
     let (header, tile) = split_tile(slice).map_err(|e| e.at_offset(offset))?;
-    let payload = decode_payload(&header, tile).map_err(|e| e.at_offset(offset))?;
+    let payload = decode_payload(&header, tile, key).map_err(|e| e.at_offset(offset))?;
     let end = offset + header.total_len();
     Ok((GenericTile { header, payload }, end))
 }
@@ -211,12 +236,34 @@ fn split_tile(bytes: &[u8]) -> Result<(GenericTileHeader, &[u8])> {
 
 /// Decodes the filtered tile of a generic tile; error offsets are relative to the start of
 /// the generic tile.
-fn decode_payload(header: &GenericTileHeader, tile: &[u8]) -> Result<Vec<u8>> {
-    if header.encryption_type != EncryptionType::NoEncryption {
-        return Err(Error::Unsupported(format!(
-            "generic tile encrypted with {}: encryption keys are not supported",
-            header.encryption_type
-        )));
+fn decode_payload(
+    header: &GenericTileHeader,
+    tile: &[u8],
+    key: Option<&EncryptionKey>,
+) -> Result<Vec<u8>> {
+    match (header.encryption_type, key) {
+        (EncryptionType::NoEncryption, None) | (EncryptionType::Aes256Gcm, Some(_)) => {}
+        (EncryptionType::Aes256Gcm, None) => {
+            return Err(Error::Encryption(
+                "the tile is encrypted with AES-256-GCM: an encryption key is needed".into(),
+            ));
+        }
+        (EncryptionType::NoEncryption, Some(_)) => {
+            return Err(Error::Encryption(
+                "the tile is not encrypted, but an encryption key was given".into(),
+            ));
+        }
+    }
+    if header.encryption_type == EncryptionType::Aes256Gcm
+        && header.pipeline.filters.last() != Some(&tessera_filters::Filter::EncryptionAes256Gcm)
+    {
+        return Err(tessera_types::Error::invalid(
+            STRUCTURE,
+            "filter pipeline",
+            GENERIC_TILE_BASE_SIZE as u64,
+            "an AES-256-GCM tile's pipeline must end with the encryption filter",
+        )
+        .into());
     }
     let base = header.header_len();
     let framed = FramedTile::parse(tile).map_err(|e| e.at_offset(base))?;
@@ -224,7 +271,7 @@ fn decode_payload(header: &GenericTileHeader, tile: &[u8]) -> Result<Vec<u8>> {
     let cell_size = usize::try_from(header.cell_size).map_err(|_| {
         tessera_types::Error::invalid(STRUCTURE, "cell_size", 21, "does not fit in memory")
     })?;
-    let codec = header.pipeline.codec(header.datatype, cell_size, header.version)?;
+    let codec = header.pipeline.codec_with_key(header.datatype, cell_size, header.version, key)?;
     decode_framed(&codec, &framed).map_err(|e| e.at_offset(base))
 }
 
@@ -239,6 +286,19 @@ pub fn read_generic_tiles(
     offset: u64,
     count: usize,
 ) -> Result<(Vec<GenericTile>, u64)> {
+    read_generic_tiles_with_key(bytes, offset, count, None)
+}
+
+/// [`read_generic_tiles`] of tiles that may be encrypted (see [`read_generic_tile_with_key`]).
+///
+/// # Errors
+/// As [`read_generic_tile_with_key`], for the first tile (in file order) that fails.
+pub fn read_generic_tiles_with_key(
+    bytes: &[u8],
+    offset: u64,
+    count: usize,
+    key: Option<&EncryptionKey>,
+) -> Result<(Vec<GenericTile>, u64)> {
     let mut pos = offset;
     let mut found = Vec::with_capacity(count.min(bytes.len() / GENERIC_TILE_BASE_SIZE + 1));
     for _ in 0..count {
@@ -251,7 +311,7 @@ pub fn read_generic_tiles(
     let tiles = found
         .into_par_iter()
         .map(|(at, header, tile)| {
-            let payload = decode_payload(&header, tile).map_err(|e| e.at_offset(at))?;
+            let payload = decode_payload(&header, tile, key).map_err(|e| e.at_offset(at))?;
             Ok(GenericTile { header, payload })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -267,12 +327,18 @@ pub struct GenericTiles<'a> {
     bytes: &'a [u8],
     pos: u64,
     done: bool,
+    key: Option<&'a EncryptionKey>,
 }
 
 impl<'a> GenericTiles<'a> {
     /// Tiles of `bytes` starting at its first byte.
     pub fn new(bytes: &'a [u8]) -> Self {
-        GenericTiles { bytes, pos: 0, done: false }
+        GenericTiles { bytes, pos: 0, done: false, key: None }
+    }
+
+    /// Tiles of `bytes` that may be encrypted (see [`read_generic_tile_with_key`]).
+    pub fn with_key(bytes: &'a [u8], key: Option<&'a EncryptionKey>) -> Self {
+        GenericTiles { bytes, pos: 0, done: false, key }
     }
 
     /// Offset of the next tile (after the last one yielded).
@@ -289,7 +355,7 @@ impl Iterator for GenericTiles<'_> {
         if self.done || self.pos >= self.bytes.len() as u64 {
             return None;
         }
-        match read_generic_tile_at(self.bytes, self.pos) {
+        match read_generic_tile_at_with_key(self.bytes, self.pos, self.key) {
             Ok((tile, end)) => {
                 let at = self.pos;
                 self.pos = end;
@@ -312,6 +378,25 @@ pub fn write_generic_tile(payload: &[u8], version: u32) -> Result<Vec<u8>> {
     write_generic_tile_with(payload, version, &FilterPipeline::generic_tile())
 }
 
+/// [`write_generic_tile`], encrypted with `key` when there is one, as libtiledb writes the
+/// generic tiles of an encrypted array: encryption type AES-256-GCM in the header, and the
+/// AES-256-GCM filter after GZIP level 1 in the header pipeline (fresh random IVs).
+///
+/// # Errors
+/// As [`write_generic_tile`].
+pub fn write_generic_tile_with_key(
+    payload: &[u8],
+    version: u32,
+    key: Option<&EncryptionKey>,
+) -> Result<Vec<u8>> {
+    let Some(key) = key else {
+        return write_generic_tile(payload, version);
+    };
+    let mut pipeline = FilterPipeline::generic_tile();
+    pipeline.filters.push(tessera_filters::Filter::EncryptionAes256Gcm);
+    write_tile(payload, version, &pipeline, EncryptionType::Aes256Gcm, Some(key))
+}
+
 /// Writes `payload` as a generic tile filtered by `pipeline` instead of libtiledb's GZIP
 /// level 1 (for tests, or tools that want uncompressed tiles libtiledb can still read). As in
 /// libtiledb, the payload is always cut into chunks of 65536 bytes.
@@ -323,7 +408,22 @@ pub fn write_generic_tile_with(
     version: u32,
     pipeline: &FilterPipeline,
 ) -> Result<Vec<u8>> {
-    let codec = pipeline.codec(GENERIC_TILE_DATATYPE, GENERIC_TILE_CELL_SIZE as usize, version)?;
+    write_tile(payload, version, pipeline, EncryptionType::NoEncryption, None)
+}
+
+fn write_tile(
+    payload: &[u8],
+    version: u32,
+    pipeline: &FilterPipeline,
+    encryption_type: EncryptionType,
+    key: Option<&EncryptionKey>,
+) -> Result<Vec<u8>> {
+    let codec = pipeline.codec_with_key(
+        GENERIC_TILE_DATATYPE,
+        GENERIC_TILE_CELL_SIZE as usize,
+        version,
+        key,
+    )?;
     // libtiledb always chunks generic tiles, whatever the pipeline's max_chunk_size says.
     let tile = encode_tile(&codec, payload, Split::Fixed { cell_size: GENERIC_TILE_CELL_SIZE })?;
     let header = GenericTileHeader {
@@ -332,7 +432,7 @@ pub fn write_generic_tile_with(
         tile_size: payload.len() as u64,
         datatype: GENERIC_TILE_DATATYPE,
         cell_size: GENERIC_TILE_CELL_SIZE,
-        encryption_type: EncryptionType::NoEncryption,
+        encryption_type,
         filter_pipeline_size: pipeline.serialized_len() as u32,
         pipeline: pipeline.clone(),
     };

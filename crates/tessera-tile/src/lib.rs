@@ -46,8 +46,10 @@ pub use error::{Error, Result};
 pub use framing::{ChunkInfo, FramedTile, STRING_PATH_OFFSETS_TILE, TileLayout};
 pub use generic::{
     GENERIC_TILE_BASE_SIZE, GENERIC_TILE_CELL_SIZE, GENERIC_TILE_DATATYPE, GenericTile,
-    GenericTileHeader, GenericTiles, read_generic_tile, read_generic_tile_at, read_generic_tiles,
-    write_generic_tile, write_generic_tile_with,
+    GenericTileHeader, GenericTiles, read_generic_tile, read_generic_tile_at,
+    read_generic_tile_at_with_key, read_generic_tile_with_key, read_generic_tiles,
+    read_generic_tiles_with_key, write_generic_tile, write_generic_tile_with,
+    write_generic_tile_with_key,
 };
 pub use roles::{
     EncodedVarTile, OFFSETS_CELL_SIZE, TileCodec, TileRole, VALIDITY_CELL_SIZE, VarTileCodec,

@@ -3,7 +3,7 @@
 //! chunking regime, so callers never re-derive them.
 
 use tessera_filters::{FilterPipeline, PipelineCodec};
-use tessera_types::{CELL_VAL_NUM_VAR, Datatype};
+use tessera_types::{CELL_VAL_NUM_VAR, Datatype, EncryptionKey};
 
 use crate::chunking::{Split, use_tile_chunking, validate_offsets};
 use crate::framing::STRING_PATH_OFFSETS_TILE;
@@ -120,6 +120,15 @@ impl TileCodec {
         let codec = pipeline.codec(datatype, cell_size as usize, version)?;
         let chunking = use_tile_chunking(pipeline, is_var, datatype, version);
         Ok(TileCodec { role, datatype, cell_size, chunking, codec })
+    }
+
+    /// These tiles with the AES-256-GCM filter appended to their pipeline, as libtiledb
+    /// filters every data, offsets and validity tile of an array encrypted with `key`; with
+    /// `None`, unchanged.
+    #[must_use]
+    pub fn encrypted(mut self, key: Option<&EncryptionKey>) -> Self {
+        self.codec = self.codec.encrypted(key);
+        self
     }
 
     /// The role these tiles play.
@@ -308,6 +317,12 @@ impl VarTileCodec {
             data: TileCodec::var_data(pipeline, datatype, version)?,
             offsets: TileCodec::offsets(offsets_pipeline, version)?,
         })
+    }
+
+    /// Both codecs with the AES-256-GCM filter appended (see [`TileCodec::encrypted`]).
+    #[must_use]
+    pub fn encrypted(self, key: Option<&EncryptionKey>) -> Self {
+        VarTileCodec { data: self.data.encrypted(key), offsets: self.offsets.encrypted(key) }
     }
 
     /// The codec of the data tiles.

@@ -6,9 +6,10 @@ use common::{filter_available, fixture, is_unsupported};
 use tessera_filters::{Filter, FilterPipeline};
 use tessera_tile::{
     Error, GENERIC_TILE_BASE_SIZE, GenericTileHeader, GenericTiles, TileLayout, read_generic_tile,
-    read_generic_tile_at, read_generic_tiles, write_generic_tile, write_generic_tile_with,
+    read_generic_tile_at, read_generic_tile_with_key, read_generic_tiles, write_generic_tile,
+    write_generic_tile_with, write_generic_tile_with_key,
 };
-use tessera_types::{Datatype, EncryptionType};
+use tessera_types::{Datatype, EncryptionKey, EncryptionType};
 
 /// Decompressed schema of the golden array `a1`, as `docs/format/schema.md` prints it.
 const A1_PAYLOAD: &str = "16000000 00 00 00 00 1027000000000000 | \
@@ -157,7 +158,7 @@ fn uncompressed_generic_tiles() {
 }
 
 #[test]
-fn encrypted_header_parses_but_does_not_decode() {
+fn encrypted_header_parses_but_needs_a_key() {
     let pipeline = FilterPipeline::new(vec![Filter::gzip(1), Filter::EncryptionAes256Gcm]);
     let header = GenericTileHeader {
         version: 22,
@@ -176,8 +177,46 @@ fn encrypted_header_parses_but_does_not_decode() {
     assert_eq!(parsed, header);
     assert_eq!(end, bytes.len() as u64);
     let e = read_generic_tile(&bytes).unwrap_err();
-    assert!(matches!(e, Error::Unsupported(_)), "{e}");
-    assert!(e.to_string().contains("aes-256-gcm"), "{e}");
+    assert!(matches!(e, Error::Encryption(_)), "{e}");
+    assert!(e.to_string().contains("AES-256-GCM: an encryption key is needed"), "{e}");
+}
+
+#[test]
+fn encrypted_generic_tiles_round_trip_and_refuse_wrong_keys() {
+    let key = EncryptionKey::parse("0123456789abcdeF0123456789abcdeF").unwrap();
+    let other = EncryptionKey::from_bytes(&[7; 32]).unwrap();
+    let payload: Vec<u8> = (0..70_000u32).map(|i| (i % 251) as u8).collect();
+    let file = write_generic_tile_with_key(&payload, 22, Some(&key)).unwrap();
+    let (h, end) = GenericTileHeader::parse(&file).unwrap();
+    assert_eq!((h.encryption_type, h.filter_pipeline_size), (EncryptionType::Aes256Gcm, 23));
+    assert_eq!(h.pipeline.filters, [Filter::gzip(1), Filter::EncryptionAes256Gcm]);
+    assert_eq!(end, file.len() as u64);
+    assert_eq!(read_generic_tile_with_key(&file, Some(&key)).unwrap(), payload);
+    // Two writes differ (fresh IVs) but both decrypt.
+    let again = write_generic_tile_with_key(&payload, 22, Some(&key)).unwrap();
+    assert_ne!(again, file);
+    assert_eq!(read_generic_tile_with_key(&again, Some(&key)).unwrap(), payload);
+    let e = read_generic_tile_with_key(&file, Some(&other)).unwrap_err();
+    let chain = std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ");
+    assert!(chain.contains("fails authentication (wrong encryption key"), "{chain}");
+    let e = read_generic_tile(&file).unwrap_err();
+    assert!(matches!(e, Error::Encryption(_)), "{e}");
+    let plain = write_generic_tile(&payload, 22).unwrap();
+    let e = read_generic_tile_with_key(&plain, Some(&key)).unwrap_err();
+    assert!(e.to_string().contains("not encrypted, but an encryption key was given"), "{e}");
+    // Flipped tag bits, flipped ciphertext and truncation: errors, never garbage.
+    let tag_at = h.header_len() as usize + 8 + 12 + 8 + 8 + 12;
+    for at in [tag_at, file.len() - 1] {
+        let mut bad = file.clone();
+        bad[at] ^= 0x10;
+        assert!(read_generic_tile_with_key(&bad, Some(&key)).is_err(), "flip at {at}");
+    }
+    for cut in [file.len() - 1, file.len() / 2, 40] {
+        assert!(read_generic_tile_with_key(&file[..cut], Some(&key)).is_err(), "cut at {cut}");
+    }
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod constants;
 mod datatype;
 mod enums;
 mod error;
+mod key;
 pub mod names;
 mod primitive;
 mod reader;
@@ -31,5 +32,6 @@ pub use enums::{
     WebpInputFormat,
 };
 pub use error::{Error, Result};
+pub use key::{ENCRYPTION_KEY_LEN, EncryptionKey};
 pub use primitive::Primitive;
 pub use reader::ByteReader;

@@ -111,3 +111,55 @@ pub fn open(path: impl AsRef<Path>) -> Result<Array> {
 fn local(path: impl AsRef<Path>) -> Arc<dyn Storage> {
     Arc::new(LocalStorage::new(path.as_ref()))
 }
+
+pub use tessera_storage::EncryptedStorage;
+pub use tessera_types::EncryptionKey;
+
+/// The storage of the folder `path`, carrying `key` when the arrays and groups there are
+/// encrypted with AES-256-GCM (see [`EncryptedStorage`]): every engine call given it
+/// (`Array::create`, `Array::open`, writes, metadata, consolidation, vacuum, groups) encrypts
+/// what it writes and decrypts what it reads, as libtiledb does with `sm.encryption_key`.
+///
+/// ```
+/// use tessera::{Array, ArraySchema, ArrayType, Attribute, Datatype, Dimension, EncryptionKey};
+///
+/// let dir = tempfile::tempdir()?;
+/// let key = EncryptionKey::parse("0123456789abcdeF0123456789abcdeF")?;
+/// let schema = ArraySchema::builder(ArrayType::Sparse)
+///     .dimension(Dimension::new("x", Datatype::Int64).domain_i64(0, 99).tile_i64(10))
+///     .attribute(Attribute::new("v", Datatype::Float64))
+///     .build()?;
+/// tessera::create_with_key(dir.path(), &schema, key.clone())?;
+/// let array = tessera::open_with_key(dir.path(), key)?;
+/// array.write().values("x", &[1i64, 5]).values("v", &[0.5f64, 1.5]).submit()?;
+/// // Without the key, nothing opens.
+/// assert!(tessera::open(dir.path()).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn local_storage(path: impl AsRef<Path>, key: Option<EncryptionKey>) -> Arc<dyn Storage> {
+    match key {
+        Some(key) => Arc::new(EncryptedStorage::new(local(path), key)),
+        None => local(path),
+    }
+}
+
+/// Creates an array encrypted with `key` in the folder `path`.
+///
+/// # Errors
+/// As [`create`].
+pub fn create_with_key(
+    path: impl AsRef<Path>,
+    schema: &ArraySchema,
+    key: EncryptionKey,
+) -> Result<()> {
+    Array::create(local_storage(path, Some(key)), schema, &[])
+}
+
+/// Opens the array encrypted with `key` in the folder `path`, with its newest schema.
+///
+/// # Errors
+/// As [`open`]; a missing key, a wrong key, or a key given for an array that is not
+/// encrypted are errors naming the file.
+pub fn open_with_key(path: impl AsRef<Path>, key: EncryptionKey) -> Result<Array> {
+    Array::open(local_storage(path, Some(key)))
+}

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
+use tessera::EncryptionKey;
 use tessera::layers::fragment::{
     ConsolidatedCommits, ConsolidatedFragmentMeta, DeleteCommit, FragmentMetadata, FragmentName,
     IgnoreFile, VacuumFile,
@@ -35,6 +36,14 @@ const fn err(variant: &'static str, words: &'static [&'static str]) -> Expect {
 /// The expected outcome of every file of `testdata/bad/`.
 #[rustfmt::skip]
 const EXPECTED: &[(&str, Expect)] = &[
+    // Files of an array libtiledb encrypted with AES-256-GCM, read with the manifest's key.
+    ("encrypted/schema_bitflip_tag.tdb", err("Tile(DecodeChunk { chunk: 0, offset: 65, source: Authentication { what: \"metadata\", part: 0 }", &["fails authentication (wrong encryption key, or the data was altered)"])),
+    ("encrypted/schema_bitflip_ciphertext.tdb", err("Tile(DecodeChunk { chunk: 0, offset: 65, source: Authentication { what: \"data\", part: 0 }", &["fails authentication"])),
+    ("encrypted/schema_truncated.tdb", err(r#"Tile(Format(Truncated { structure: "generic tile", field: "tile data","#, &["truncated at tile data"])),
+    ("encrypted/schema_wrong_key.tdb", err("Tile(DecodeChunk { chunk: 0, offset: 65, source: Authentication { what: \"metadata\", part: 0 }", &["wrong encryption key"])),
+    ("encrypted/schema_no_key.tdb", err("Tile(Encryption(", &["encrypted with AES-256-GCM: an encryption key is needed"])),
+    ("encrypted/data_tile_bitflip_tag.tdb", err("DecodeChunk { chunk: 0, offset: 8, source: Authentication { what: \"metadata\", part: 0 }", &["fails authentication"])),
+    ("encrypted/data_tile_truncated.tdb", err("Framing {", &["chunk 0"])),
     // Schema files (`ArraySchema::parse_file`).
     ("schema/truncated.tdb", err(r#"Tile(Format(Truncated { structure: "generic tile", field: "tile data", offset: 52,"#, &["generic tile: truncated at tile data (offset 52: need 109 bytes, 99 left)"])),
     ("schema/truncated_header.tdb", err(r#"Tile(Format(Truncated { structure: "generic tile header", field: "datatype", offset: 20,"#, &["truncated at datatype (offset 20"])),
@@ -57,7 +66,7 @@ const EXPECTED: &[(&str, Expect)] = &[
     // Generic tiles (`read_generic_tile`).
     ("generic_tile/truncated_pipeline.tdb", err(r#"Format(Truncated { structure: "generic tile header", field: "filter pipeline", offset: 34, needed: 18, available: 6 })"#, &["truncated at filter pipeline (offset 34: need 18 bytes, 6 left)"])),
     ("generic_tile/bitflip_datatype.tdb", err(r#"Format(Invalid { structure: "generic tile header", field: "datatype", offset: 20,"#, &["unknown datatype id 132"])),
-    ("generic_tile/bitflip_encryption.tdb", err("Unsupported(", &["generic tile encrypted with aes-256-gcm"])),
+    ("generic_tile/bitflip_encryption.tdb", err("Encryption(", &["the tile is encrypted with AES-256-GCM: an encryption key is needed"])),
     ("generic_tile/inflated_persisted_size.tdb", err(r#"Format(Invalid { structure: "generic tile header", field: "persisted_size", offset: 4,"#, &["puts the end of the tile past u64::MAX"])),
     ("generic_tile/inflated_pipeline_size.tdb", err(r#"Format(Invalid { structure: "generic tile header", field: "filter_pipeline_size", offset: 30,"#, &["is 22 but the pipeline uses 18 bytes"])),
     ("generic_tile/inflated_filter_count.tdb", err(r#"Format(Invalid { structure: "filter pipeline", field: "filter count", offset: 38,"#, &["1000 filters cannot fit in 10 bytes"])),
@@ -136,6 +145,11 @@ fn fail<E: std::error::Error>(e: E) -> Failure {
         source = s.source();
     }
     Failure { debug: format!("{e:?}"), display }
+}
+
+/// The key of the `encrypted` fixture family (`xtask/fixtures/gen_encrypted.py`).
+fn encryption_key() -> EncryptionKey {
+    EncryptionKey::parse("0123456789abcdeF0123456789abcdeF").expect("32 bytes")
 }
 
 fn testdata() -> PathBuf {
@@ -221,6 +235,29 @@ fn load(entry: &Json, bytes: &[u8]) -> Result<String, Failure> {
             }
             Ok(format!("{meta:?}"))
         }
+        "encrypted_schema" => {
+            let key = match entry["key"].as_str().expect("key") {
+                "right" => Some(encryption_key()),
+                "wrong" => Some(EncryptionKey::from_bytes(&[b'w'; 32]).expect("32 bytes")),
+                _ => None,
+            };
+            ArraySchema::parse_file_with_key(bytes, key.as_ref())
+                .map(|s| format!("{s:?}"))
+                .map_err(fail)
+        }
+        "encrypted_data_tile" => {
+            let array = entry["array"].as_str().expect("the entry names its array");
+            let array = tessera::open_with_key(testdata().join(array), encryption_key())
+                .expect("fixture array opens");
+            let i = entry["attribute"].as_u64().expect("attribute") as usize;
+            let a = &array.schema().attributes[i];
+            let codec =
+                TileCodec::fixed_data(&a.filters, a.datatype, a.cell_val_num, FORMAT_VERSION)
+                    .expect("fixture pipeline")
+                    .encrypted(Some(&encryption_key()));
+            let len = entry["tile_size"].as_u64().expect("tile_size");
+            codec.decode_exact(bytes, len).map(|t| format!("{} bytes", t.len())).map_err(fail)
+        }
         k => panic!("unknown kind {k:?}"),
     }
 }
@@ -295,6 +332,12 @@ fn fragment_metadata_files() {
 #[test]
 fn data_tiles() {
     check_kind("data_tile");
+}
+
+#[test]
+fn encrypted_files() {
+    check_kind("encrypted_schema");
+    check_kind("encrypted_data_tile");
 }
 
 #[test]

@@ -4,6 +4,7 @@ use tessera_types::FilterType;
 
 use crate::{Error, Filter, FilterCodec, Result};
 
+pub(crate) mod aes;
 pub(crate) mod bit_width_reduction;
 pub(crate) mod bitshuffle;
 pub(crate) mod byteshuffle;
@@ -44,8 +45,7 @@ pub(crate) fn build(filter: &Filter) -> Result<Box<dyn FilterCodec>> {
         FilterType::ScaleFloat => scale_float::build(filter),
         FilterType::Xor => xor::build(filter),
         FilterType::Webp => webp::build(filter),
-        FilterType::EncryptionAes256Gcm => Err(Error::Unsupported(
-            "AES-256-GCM encrypted tiles (encryption keys are not supported)".into(),
-        )),
+        // The key is not an option of the filter: see `FilterPipeline::codec_with_key`.
+        FilterType::EncryptionAes256Gcm => Err(Error::KeyRequired),
     }
 }

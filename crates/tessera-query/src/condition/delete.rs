@@ -97,7 +97,14 @@ impl DeleteCondition {
                 &owned[..]
             }
         };
-        Self::from_file(&commit.name, commit.kind, file, schema, enumerations)
+        Self::from_file_with_key(
+            &commit.name,
+            commit.kind,
+            file,
+            schema,
+            enumerations,
+            storage.encryption_key(),
+        )
     }
 
     /// Parses the bytes of a `.del` (or `.upd`) file named `name` and resolves its condition.
@@ -111,12 +118,27 @@ impl DeleteCondition {
         schema: &ArraySchema,
         enumerations: &[Enumeration],
     ) -> Result<Self> {
+        Self::from_file_with_key(name, kind, file, schema, enumerations, None)
+    }
+
+    /// [`Self::from_file`] for an array encrypted with `key`.
+    ///
+    /// # Errors
+    /// As [`DeleteCondition::load`].
+    pub fn from_file_with_key(
+        name: &FragmentName,
+        kind: CommitKind,
+        file: &[u8],
+        schema: &ArraySchema,
+        enumerations: &[Enumeration],
+        key: Option<&tessera_types::EncryptionKey>,
+    ) -> Result<Self> {
         let ext = if kind == CommitKind::Update { "upd" } else { "del" };
         let marker = format!("{}/{}", dirs::COMMITS, name.with_extension(ext));
         let node = if kind == CommitKind::Update {
-            UpdateCommit::parse_file(file).map_err(file_error(&marker))?.condition
+            UpdateCommit::parse_file_with_key(file, key).map_err(file_error(&marker))?.condition
         } else {
-            DeleteFile::parse_file(file).map_err(file_error(&marker))?.condition
+            DeleteFile::parse_file_with_key(file, key).map_err(file_error(&marker))?.condition
         };
         let Some(node) = node else {
             return Err(Error::Condition {

@@ -54,7 +54,12 @@ pub(crate) fn consolidate(storage: &dyn Storage, options: &Options) -> Result<Re
     let payload = metadata.to_payload().map_err(|e| err(e.into()))?;
     let written = !payload.is_empty();
     if written {
-        let tile = tessera_tile::write_generic_tile(&payload, FORMAT_VERSION).map_err(err)?;
+        let tile = tessera_tile::write_generic_tile_with_key(
+            &payload,
+            FORMAT_VERSION,
+            storage.encryption_key(),
+        )
+        .map_err(err)?;
         storage.publish(&output, Bytes::from(tile))?;
     }
     if let Some(p) = &options.progress {

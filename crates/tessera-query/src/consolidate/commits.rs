@@ -307,7 +307,7 @@ pub(super) fn latest_write_version(storage: &dyn Storage) -> Result<u32> {
         .next_back()
         .ok_or_else(|| Error::NotAnArray("__schema holds no schema file".into()))?;
     let file = format!("{}/{latest}", dirs::SCHEMA);
-    let schema = ArraySchema::parse_file(&storage.read(&file)?)
+    let schema = ArraySchema::parse_file_with_key(&storage.read(&file)?, storage.encryption_key())
         .map_err(|source| Error::Schema { file, source })?;
     Ok(if schema.version < 7 { FORMAT_VERSION } else { schema.version })
 }

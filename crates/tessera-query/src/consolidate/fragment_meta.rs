@@ -67,7 +67,7 @@ pub(crate) fn consolidate(storage: Arc<dyn Storage>, options: &Options) -> Resul
     let output = format!("{}/{name}.meta", dirs::FRAGMENT_META);
     let meta = ConsolidatedFragmentMeta { entries };
     let bytes = meta
-        .to_file()
+        .to_file_with_key(storage.encryption_key())
         .map_err(|source| Error::Fragment { file: output.clone(), source: Box::new(source) })?;
     storage.publish(&output, Bytes::from(bytes))?;
     let inputs = meta.entries.into_iter().map(|e| e.name).collect();

@@ -199,19 +199,22 @@ impl FieldReader {
         let codec = if var {
             Codec::Var(
                 VarTileCodec::new(pipeline, &schema.offsets_filters, datatype, version)
-                    .map_err(tile_err(&var_file))?,
+                    .map_err(tile_err(&var_file))?
+                    .encrypted(storage.encryption_key()),
             )
         } else {
             Codec::Fixed {
                 codec: TileCodec::fixed_data(pipeline, datatype, cell_val_num, version)
-                    .map_err(tile_err(&data_file))?,
+                    .map_err(tile_err(&data_file))?
+                    .encrypted(storage.encryption_key()),
                 cell_size: datatype.size() as u64 * u64::from(cell_val_num),
             }
         };
         let validity = if nullable {
             Some(
                 TileCodec::validity(&schema.validity_filters, version)
-                    .map_err(tile_err(&validity_file))?,
+                    .map_err(tile_err(&validity_file))?
+                    .encrypted(storage.encryption_key()),
             )
         } else {
             None

@@ -116,7 +116,15 @@ pub(super) fn verify_fragment(
     let layout = footer.layout(schema);
     for (idx, field) in layout.fields().enumerate() {
         let check = field_check(
-            &FieldCtx { md: &md, schema, md_path: &md_path, dir: &dir, tile_num, sizes: &sizes },
+            &FieldCtx {
+                md: &md,
+                schema,
+                md_path: &md_path,
+                dir: &dir,
+                tile_num,
+                sizes: &sizes,
+                key: storage.encryption_key(),
+            },
             idx,
             field,
             &mut expected,
@@ -200,7 +208,7 @@ fn metadata<'s>(
         ));
         return None;
     };
-    match FragmentMetadata::parse_all(&file, schema) {
+    match FragmentMetadata::parse_all_with_key(&file, schema, storage.encryption_key()) {
         Ok(md) => Some((md, schema)),
         Err(e) => {
             out.problems.push(err(e.offset(), chain(&e)));
@@ -217,6 +225,7 @@ struct FieldCtx<'a> {
     dir: &'a str,
     tile_num: u64,
     sizes: &'a std::collections::HashMap<&'a str, u64>,
+    key: Option<&'a tessera_types::EncryptionKey>,
 }
 
 impl FieldCtx<'_> {
@@ -391,7 +400,7 @@ fn field_check(
         }
         let codec =
             match VarTileCodec::new(pipeline, &schema.offsets_filters, info.datatype, version) {
-                Ok(c) => c,
+                Ok(c) => c.encrypted(ctx.key),
                 Err(e) => {
                     problems.push(unsupported(&var_name, e));
                     return None;
@@ -400,7 +409,7 @@ fn field_check(
         Codec::Var { codec, var: var?, var_sizes }
     } else {
         match TileCodec::fixed_data(pipeline, info.datatype, info.cell_val_num, version) {
-            Ok(c) => Codec::Fixed(c),
+            Ok(c) => Codec::Fixed(c.encrypted(ctx.key)),
             Err(e) => {
                 problems.push(unsupported(&data_name, e));
                 return None;
@@ -418,7 +427,7 @@ fn field_check(
             problems,
         );
         match TileCodec::validity(&schema.validity_filters, version) {
-            Ok(c) => file.map(|f| (c, f)),
+            Ok(c) => file.map(|f| (c.encrypted(ctx.key), f)),
             Err(e) => {
                 problems.push(unsupported(&name, e));
                 None

@@ -332,7 +332,7 @@ impl Verifier<'_> {
                 continue;
             }
             let Some(bytes) = self.read(&path) else { continue };
-            match tessera_tile::read_generic_tile(&bytes) {
+            match tessera_tile::read_generic_tile_with_key(&bytes, self.storage.encryption_key()) {
                 Ok(payload) => match Enumeration::parse(&payload) {
                     Ok(_) => {
                         enumerations.insert(e.name);
@@ -361,7 +361,7 @@ impl Verifier<'_> {
             }
             let Some(bytes) = self.read(&path) else { continue };
             self.summary.schemas += 1;
-            match ArraySchema::parse_file(&bytes) {
+            match ArraySchema::parse_file_with_key(&bytes, self.storage.encryption_key()) {
                 Ok(schema) => {
                     for r in &schema.enumerations {
                         if !enumerations.contains(&r.path) {
@@ -429,14 +429,18 @@ impl Verifier<'_> {
                 }
                 CommitKind::Delete => {
                     if let Some(bytes) = self.read(&path)
-                        && let Err(err) = DeleteCommit::parse_file(&bytes)
+                        && let Err(err) =
+                            DeleteCommit::parse_file_with_key(&bytes, self.storage.encryption_key())
                     {
                         self.push(frag_problem(&path, &err));
                     }
                 }
                 CommitKind::Update => {
                     if let Some(bytes) = self.read(&path) {
-                        match tessera_tile::read_generic_tile(&bytes) {
+                        match tessera_tile::read_generic_tile_with_key(
+                            &bytes,
+                            self.storage.encryption_key(),
+                        ) {
                             Ok(payload) => {
                                 if let Err(err) = UpdateCommit::parse_payload(&payload) {
                                     self.push(Problem::error(
@@ -461,7 +465,10 @@ impl Verifier<'_> {
                                     }
                                     Ok(Some(ce)) if ce.kind == CommitKind::Delete => {
                                         let Some(del) = &item.delete_file else { continue };
-                                        if let Err(err) = DeleteCommit::parse_file(del) {
+                                        if let Err(err) = DeleteCommit::parse_file_with_key(
+                                            del,
+                                            self.storage.encryption_key(),
+                                        ) {
                                             self.push(Problem::error(
                                                 path.clone(),
                                                 None,
@@ -656,7 +663,10 @@ impl Verifier<'_> {
             }
             let Some(bytes) = self.read(&path) else { continue };
             self.summary.metadata_files += 1;
-            match ConsolidatedFragmentMeta::parse_file(&bytes) {
+            match ConsolidatedFragmentMeta::parse_file_with_key(
+                &bytes,
+                self.storage.encryption_key(),
+            ) {
                 Ok(meta) => {
                     for entry in meta.entries {
                         if !commits.committed.contains_key(&entry.name) {
@@ -720,7 +730,7 @@ impl Verifier<'_> {
                 }
                 continue;
             }
-            match tessera_tile::read_generic_tile(&bytes) {
+            match tessera_tile::read_generic_tile_with_key(&bytes, self.storage.encryption_key()) {
                 Ok(payload) => {
                     if let Err(err) = crate::metadata::parse_payload(&payload) {
                         self.push(Problem::error(

@@ -221,7 +221,19 @@ pub(crate) fn stored_fields(
 }
 
 fn tile_err(file: &str) -> impl Fn(tessera_tile::Error) -> Error + '_ {
-    move |e| Error::Unsupported(format!("{file}: {e}"))
+    move |e| Error::Unsupported(format!("{file}: {}", with_causes(&e)))
+}
+
+/// `e`'s message followed by those of its causes (a filter's reason for refusing a tile).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 impl<'a> FragmentSink<'a> {
@@ -271,7 +283,8 @@ impl<'a> FragmentSink<'a> {
                         info.datatype,
                         FORMAT_VERSION,
                     )
-                    .map_err(tile_err(var_file.as_deref().unwrap_or(&data_file)))?,
+                    .map_err(tile_err(var_file.as_deref().unwrap_or(&data_file)))?
+                    .encrypted(storage.encryption_key()),
                 )
             } else {
                 Codec::Fixed(
@@ -281,13 +294,15 @@ impl<'a> FragmentSink<'a> {
                         info.cell_val_num,
                         FORMAT_VERSION,
                     )
-                    .map_err(tile_err(&data_file))?,
+                    .map_err(tile_err(&data_file))?
+                    .encrypted(storage.encryption_key()),
                 )
             };
             let validity_codec = match &validity_file {
                 Some(f) => Some(
                     TileCodec::validity(&schema.validity_filters, FORMAT_VERSION)
-                        .map_err(tile_err(f))?,
+                        .map_err(tile_err(f))?
+                        .encrypted(storage.encryption_key()),
                 ),
                 None => None,
             };
@@ -481,7 +496,7 @@ impl<'a> FragmentSink<'a> {
         }
         md.processed_conditions = Some(ProcessedConditions(processed_conditions));
         md.update_fragment_stats(schema).map_err(md_err)?;
-        md.to_bytes(schema).map_err(md_err)
+        md.to_bytes_with_key(schema, self.storage.encryption_key()).map_err(md_err)
     }
 }
 
@@ -533,7 +548,7 @@ fn encode_field(f: &SinkField, ft: &FieldTile, tile: &Tile) -> Result<EncodedFie
     let bad = |what: String| Error::InvalidWrite(format!("field {name:?}: {what}"));
     let enc_err = |file: &str| {
         let file = file.to_owned();
-        move |e: tessera_tile::Error| Error::InvalidWrite(format!("{file}: {e}"))
+        move |e: tessera_tile::Error| Error::InvalidWrite(format!("{file}: {}", with_causes(&e)))
     };
     match (&f.validity_codec, &ft.validity) {
         (Some(_), Some(v)) if v.len() as u64 != n => {
