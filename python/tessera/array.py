@@ -42,9 +42,22 @@ def _ts_range(timestamp):
     return None, int(timestamp)
 
 
-def _native_open(uri: str, timestamp=None):
+def _key_bytes(key=None, config=None):
+    """The encryption key as the engine takes it: tiledb-py's ``key=`` (its 32 bytes: a
+    ``str`` as UTF-8), or the configuration's ``sm.encryption_key``; ``None`` without one."""
+    if key is None and config:
+        key = dict(config).get("sm.encryption_key") or None
+        kind = dict(config).get("sm.encryption_type", "AES_256_GCM" if key else "NO_ENCRYPTION")
+        if key is not None and kind != "AES_256_GCM":
+            raise TileDBError(f"sm.encryption_type {kind!r}: only AES_256_GCM is known")
+    if key is None:
+        return None
+    return key.encode("utf-8") if isinstance(key, str) else bytes(key)
+
+
+def _native_open(uri: str, timestamp=None, key=None):
     start, end = _ts_range(timestamp)
-    return _tessera.NativeArray.open(str(uri), start, end)
+    return _tessera.NativeArray.open(str(uri), start, end, key)
 
 
 # ---------------------------------------------------------------------------------------
@@ -317,16 +330,15 @@ def _range_len(dim, rs) -> int:
 class Array:
     """An open TileDB array (tiledb-py's ``tiledb.Array``)."""
 
-    def __init__(self, uri, mode: str = "r", key=None, timestamp=None, attr=None, config=None, ctx=None):
+    def __init__(self, uri, mode: str = "r", key=None, timestamp=None, attr=None, config=None, ctx=None, _native=None):
         if mode not in ("r", "w", "d", "m"):
             raise TileDBError(f"invalid mode {mode!r} (expected 'r', 'w', 'd' or 'm')")
-        if key is not None:
-            raise _tessera.NotSupportedError("encrypted arrays are not supported yet (key=)")
         self._uri = str(uri)
         self._mode = mode
         self._timestamp = timestamp
         self._config = _config_dict(config, ctx)
-        self._native = _native_open(self._uri, timestamp)
+        self._key = _key_bytes(key, self._config)
+        self._native = _native if _native is not None else _native_open(self._uri, timestamp, self._key)
         self._schema = ArraySchema._from_json(json.loads(self._native.schema_json()))
         if attr is not None and not self._schema.has_attr(attr):
             raise TileDBError(f"Selected attribute does not exist: {attr!r}")
@@ -339,8 +351,7 @@ class Array:
     # -- state ------------------------------------------------------------------------------
     @classmethod
     def create(cls, uri, schema: ArraySchema, key=None, overwrite: bool = False, ctx=None):
-        if key is not None:
-            raise _tessera.NotSupportedError("encrypted arrays are not supported yet (key=)")
+        key = _key_bytes(key, _config_dict(None, ctx))
         if overwrite and _tessera.object_type(str(uri)) == "array":
             import shutil
 
@@ -352,7 +363,7 @@ class Array:
                 raise ValueError("Array.create `schema` argument must be a dense schema to build a DenseArray")
         else:
             raise TypeError("schema must be a tiledb.ArraySchema")
-        _tessera.create_array(str(uri), json.dumps(schema._to_json()))
+        _tessera.create_array(str(uri), json.dumps(schema._to_json()), None, key)
 
     @staticmethod
     def load_typed(uri, mode="r", key=None, timestamp=None, attr=None, ctx=None, config=None):
@@ -372,7 +383,7 @@ class Array:
     def reopen(self, timestamp=None) -> None:
         # As tiledb-py: a reopen without a timestamp shows the array as it is now.
         self._timestamp = timestamp
-        self._native = _native_open(self._uri, self._timestamp)
+        self._native = _native_open(self._uri, self._timestamp, self._key)
         self._schema = ArraySchema._from_json(json.loads(self._native.schema_json()))
         self._fields = _fields(self._schema)
         self._isopen = True
@@ -492,7 +503,7 @@ class Array:
         self._pending_meta = None
         if puts or deletes:
             start, end = _ts_range(self._timestamp)
-            _tessera.put_array_metadata(self._uri, puts, deletes, end)
+            _tessera.put_array_metadata(self._uri, puts, deletes, end, self._key)
 
     def _meta_range(self):
         return tuple(self._native.timestamp_range())
@@ -1391,7 +1402,8 @@ def open(uri, mode: str = "r", key=None, attr=None, config=None, timestamp=None,
     t = _tessera.object_type(str(uri))
     if t != "array":
         raise TileDBError(f"[TileDB::Array] Error: Cannot open array; Array does not exist: {uri}")
-    native = _native_open(str(uri), timestamp)
-    sparse = json.loads(native.schema_json())["array_type"] == "sparse"
-    cls = SparseArray if sparse else DenseArray
-    return cls(uri, mode=mode, key=key, timestamp=timestamp, attr=attr, config=config, ctx=ctx)
+    native = _native_open(str(uri), timestamp, _key_bytes(key, _config_dict(config, ctx)))
+    schema_json = native.schema_json()
+    cls = SparseArray if json.loads(schema_json)["array_type"] == "sparse" else DenseArray
+    # the array opened above is the one handed over (opened once)
+    return cls(uri, mode=mode, key=key, timestamp=timestamp, attr=attr, config=config, ctx=ctx, _native=native)

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _tessera
 from ._tessera import TileDBError
-from .array import Array, DenseArray, SparseArray, _native_open, open
+from .array import Array, DenseArray, SparseArray, _key_bytes, _native_open, open
 from .ctx import _config_dict
 from .schema import ArraySchema, Attr, Dim, Domain
 
@@ -33,9 +33,8 @@ def array_exists(uri, isdense=False, issparse=False, ctx=None) -> bool:
 
 def consolidate(uri, config=None, ctx=None, fragment_uris=None, timestamp=None, key=None):
     """Consolidates the array at ``uri`` in ``sm.consolidation.mode`` (fragments by default)."""
-    if key is not None:
-        raise _tessera.NotSupportedError("encrypted arrays are not supported yet (key=)")
     cfg = _config_dict(config, ctx)
+    key = _key_bytes(key, cfg)
     mode = cfg.get("sm.consolidation.mode", "fragments")
     if fragment_uris is not None:
         raise _tessera.NotSupportedError("consolidating a chosen list of fragments (fragment_uris=) is not supported yet")
@@ -48,7 +47,7 @@ def consolidate(uri, config=None, ctx=None, fragment_uris=None, timestamp=None, 
         if "sm.consolidation.timestamp_end" in cfg:
             end = int(cfg["sm.consolidation.timestamp_end"])
     purge = cfg.get("sm.consolidation.purge_deleted_cells", "false").lower() == "true"
-    _tessera.consolidate(str(uri), mode, start, end, purge)
+    _tessera.consolidate(str(uri), mode, start, end, purge, key)
     return str(uri)
 
 
@@ -56,7 +55,7 @@ def vacuum(uri, config=None, ctx=None, timestamp=None):
     """Removes what consolidations in ``sm.vacuum.mode`` (fragments by default) made obsolete."""
     cfg = _config_dict(config, ctx)
     mode = cfg.get("sm.vacuum.mode", "fragments")
-    _tessera.vacuum(str(uri), mode)
+    _tessera.vacuum(str(uri), mode, _key_bytes(None, cfg))
 
 
 builtins_open = builtins.open

@@ -108,7 +108,7 @@ class Metadata(MutableMapping):
         if self._cache is None:
             o = self._owner
             start, end = o._meta_range() if hasattr(o, "_meta_range") else o._native.timestamp_range()
-            entries = _tessera.array_metadata(o.uri, start, end)
+            entries = _tessera.array_metadata(o.uri, start, end, getattr(o, "_key", None))
             self._cache = {k.decode("utf-8", "surrogateescape"): (t, v) for k, t, v in entries}
         state = dict(self._cache)
         pending = getattr(self._owner, "_pending_meta", None)

@@ -864,9 +864,11 @@ class ArraySchema:
 
     @classmethod
     def load(cls, uri: str, ctx=None, key=None) -> "ArraySchema":
-        from .array import _native_open
+        from .array import _key_bytes, _native_open
+        from .ctx import _config_dict
 
-        return cls._from_json(json.loads(_native_open(uri).schema_json()))
+        key = _key_bytes(key, _config_dict(None, ctx))
+        return cls._from_json(json.loads(_native_open(uri, None, key).schema_json()))
 
 
 def _order(value: str, what: str) -> str:

@@ -134,9 +134,15 @@ impl NativeArray {
     /// Opens the array at `uri` for the timestamp range `[start, end]` (ms; `None`: from 0,
     /// up to now).
     #[staticmethod]
-    #[pyo3(signature = (uri, start=None, end=None))]
-    fn open(py: Python<'_>, uri: String, start: Option<u64>, end: Option<u64>) -> PyResult<Self> {
-        let storage = location::storage(&uri)?;
+    #[pyo3(signature = (uri, start=None, end=None, key=None))]
+    fn open(
+        py: Python<'_>,
+        uri: String,
+        start: Option<u64>,
+        end: Option<u64>,
+        key: Option<Vec<u8>>,
+    ) -> PyResult<Self> {
+        let storage = location::keyed_storage(&uri, key.as_deref())?;
         let name = uri.clone();
         let array = run(py, move || {
             let opened = match (start, end) {
@@ -576,16 +582,17 @@ impl NativeBatches {
 /// Creates an array at `uri` from the CLI's schema JSON (with enumerations), timestamped
 /// `timestamp` (ms) or now.
 #[pyfunction]
-#[pyo3(signature = (uri, schema_json, timestamp=None))]
+#[pyo3(signature = (uri, schema_json, timestamp=None, key=None))]
 pub(crate) fn create_array(
     py: Python<'_>,
     uri: String,
     schema_json: String,
     timestamp: Option<u64>,
+    key: Option<Vec<u8>>,
 ) -> PyResult<()> {
     let (schema, enumerations) = from_json_str(&schema_json)
         .map_err(|e| tiledb_error(format!("invalid schema: {}", crate::errors::chain(&e))))?;
-    let storage = location::storage(&uri)?;
+    let storage = location::keyed_storage(&uri, key.as_deref())?;
     run(py, move || {
         match timestamp {
             Some(t) => Array::create_at(storage, &schema, &enumerations, t),
@@ -598,7 +605,7 @@ pub(crate) fn create_array(
 /// Consolidates the array at `uri` in `mode` (`fragments`, `commits`, `fragment_meta`,
 /// `array_meta`), optionally only what lies in `[start, end]`; returns the inputs merged.
 #[pyfunction]
-#[pyo3(signature = (uri, mode="fragments", start=None, end=None, purge_deleted=false))]
+#[pyo3(signature = (uri, mode="fragments", start=None, end=None, purge_deleted=false, key=None))]
 pub(crate) fn consolidate(
     py: Python<'_>,
     uri: String,
@@ -606,10 +613,11 @@ pub(crate) fn consolidate(
     start: Option<u64>,
     end: Option<u64>,
     purge_deleted: bool,
+    key: Option<Vec<u8>>,
 ) -> PyResult<Vec<String>> {
     let mode = Mode::parse(mode)
         .ok_or_else(|| tiledb_error(format!("unknown consolidation mode {mode:?}")))?;
-    let storage = location::storage(&uri)?;
+    let storage = location::keyed_storage(&uri, key.as_deref())?;
     let range = match (start, end) {
         (None, None) => None,
         (s, e) => Some((s.unwrap_or(0), e.unwrap_or(u64::MAX))),
@@ -624,11 +632,16 @@ pub(crate) fn consolidate(
 
 /// Removes what a consolidation in `mode` made obsolete; returns the paths removed.
 #[pyfunction]
-#[pyo3(signature = (uri, mode="fragments"))]
-pub(crate) fn vacuum(py: Python<'_>, uri: String, mode: &str) -> PyResult<Vec<String>> {
+#[pyo3(signature = (uri, mode="fragments", key=None))]
+pub(crate) fn vacuum(
+    py: Python<'_>,
+    uri: String,
+    mode: &str,
+    key: Option<Vec<u8>>,
+) -> PyResult<Vec<String>> {
     let mode =
         Mode::parse(mode).ok_or_else(|| tiledb_error(format!("unknown vacuum mode {mode:?}")))?;
-    let storage = location::storage(&uri)?;
+    let storage = location::keyed_storage(&uri, key.as_deref())?;
     run(py, move || {
         let report = cons::vacuum(storage.as_ref(), mode)
             .map_err(|e| tiledb_error(format!("{uri}: {}", crate::errors::chain(&e))))?;

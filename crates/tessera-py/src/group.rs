@@ -153,5 +153,5 @@ pub(crate) fn group_metadata<'py>(
     start: u64,
     end: u64,
 ) -> PyResult<Bound<'py, PyList>> {
-    crate::metadata::array_metadata(py, uri, start, end)
+    crate::metadata::array_metadata(py, uri, start, end, None)
 }

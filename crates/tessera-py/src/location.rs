@@ -21,6 +21,20 @@ pub(crate) fn storage(uri: &str) -> PyResult<Arc<dyn Storage>> {
     Ok(Arc::new(LocalStorage::new(local_path(uri)?)))
 }
 
+/// The storage for `uri` that encrypts and decrypts with `key` (tiledb-py's `key=`: its 32
+/// bytes), or the plain storage without one.
+pub(crate) fn keyed_storage(uri: &str, key: Option<&[u8]>) -> PyResult<Arc<dyn Storage>> {
+    let storage = storage(uri)?;
+    Ok(match key {
+        Some(k) => {
+            let key = tessera::EncryptionKey::from_bytes(k)
+                .map_err(|e| tiledb_error(format!("{uri}: {}", chain(&e))))?;
+            Arc::new(tessera::EncryptedStorage::new(storage, key))
+        }
+        None => storage,
+    })
+}
+
 /// The local path of a plain path or `file://` URI.
 pub(crate) fn local_path(uri: &str) -> PyResult<PathBuf> {
     if uri.starts_with("file://") {

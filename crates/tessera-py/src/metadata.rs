@@ -14,14 +14,15 @@ use crate::runtime::run;
 /// The metadata of the array or group at `uri` visible in `[start, end]`: a list of
 /// `(key bytes, datatype name, value bytes)` in key order.
 #[pyfunction]
-#[pyo3(signature = (uri, start=0, end=u64::MAX))]
+#[pyo3(signature = (uri, start=0, end=u64::MAX, key=None))]
 pub(crate) fn array_metadata<'py>(
     py: Python<'py>,
     uri: String,
     start: u64,
     end: u64,
+    key: Option<Vec<u8>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let storage = location::storage(&uri)?;
+    let storage = location::keyed_storage(&uri, key.as_deref())?;
     let meta = run(py, move || {
         ArrayMetadata::load(storage.as_ref(), start, end)
             .map_err(|e| tiledb_error(format!("{uri}: metadata: {}", chain(&e))))
@@ -43,19 +44,20 @@ pub(crate) fn array_metadata<'py>(
 /// One metadata write session on the array or group at `uri` at `timestamp` (ms; now when
 /// None): `puts` of `(key bytes, datatype name, value bytes)`, then `deletes` of keys.
 #[pyfunction]
-#[pyo3(signature = (uri, puts, deletes, timestamp=None))]
+#[pyo3(signature = (uri, puts, deletes, timestamp=None, key=None))]
 pub(crate) fn put_array_metadata(
     py: Python<'_>,
     uri: String,
     puts: Vec<(Vec<u8>, String, Vec<u8>)>,
     deletes: Vec<Vec<u8>>,
     timestamp: Option<u64>,
+    key: Option<Vec<u8>>,
 ) -> PyResult<()> {
     let writer = session(timestamp.unwrap_or_else(now_ms), puts, deletes)?;
     if writer.is_empty() {
         return Ok(());
     }
-    let storage = location::storage(&uri)?;
+    let storage = location::keyed_storage(&uri, key.as_deref())?;
     run(py, move || {
         writer
             .commit(storage.as_ref())
