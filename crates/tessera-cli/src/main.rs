@@ -28,6 +28,7 @@ mod aggregate_cmd;
 mod cells;
 mod cells_input;
 mod consolidate_cmd;
+mod evolve_cmd;
 mod fragments_cmd;
 mod group_cmd;
 mod location;
@@ -60,6 +61,9 @@ enum Command {
         /// Print the schema JSON of docs/cli.md instead of a summary.
         #[arg(long)]
         json: bool,
+        /// The schema in force at this time (ms since the epoch; default now).
+        #[arg(long)]
+        at: Option<u64>,
     },
     /// Summarise an array: schema, fragments, non-empty domain, sizes.
     Info {
@@ -190,6 +194,14 @@ enum Command {
         #[command(flatten)]
         args: sql_cmd::SqlArgs,
     },
+    /// Evolve an array's schema (libtiledb's ArraySchemaEvolution): add or drop attributes,
+    /// add, extend or drop enumerations, expand the current domain; one new schema file.
+    Evolve {
+        /// The array's folder.
+        array: PathBuf,
+        #[command(flatten)]
+        args: evolve_cmd::EvolveArgs,
+    },
     /// Create an empty array from schema JSON.
     Create {
         /// The folder to create the array in.
@@ -249,8 +261,8 @@ fn error_line(e: &anyhow::Error) -> String {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Schema { array, json } => {
-            let opened = open(&array, None)?;
+        Command::Schema { array, json, at } => {
+            let opened = open(&array, at)?;
             let text = if json { schema_cmd::json(&opened)? } else { schema_cmd::summary(&opened) };
             outln!("{text}")?;
         }
@@ -315,6 +327,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Consolidate { array, args } => consolidate_cmd::run_consolidate(&array, &args)?,
         Command::Vacuum { array, args } => consolidate_cmd::run_vacuum(&array, &args)?,
+        Command::Evolve { array, args } => evolve_cmd::run(&array, &args)?,
         Command::Verify { array } => verify_cmd::run(&array)?,
         Command::Sql { args } => sql_cmd::run(&args, |path| open(path, None))?,
         Command::Create { array, schema } => {

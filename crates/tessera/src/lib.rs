@@ -47,7 +47,7 @@ pub use tessera_query::{
     ObjectType, Points, ReadResult, Result, WriteQuery,
 };
 pub use tessera_schema::{
-    ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef,
+    ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef, SchemaEvolution,
 };
 pub use tessera_storage::{LocalStorage, MemoryStorage, Storage};
 pub use tessera_types::{ArrayType, Datatype, Layout};
@@ -106,6 +106,16 @@ pub fn open_between(path: impl AsRef<Path>, start: u64, end: u64) -> Result<Arra
 /// When there is no array, its format version is not supported, or a file is corrupt.
 pub fn open(path: impl AsRef<Path>) -> Result<Array> {
     Array::open(local(path))
+}
+
+/// Applies a schema evolution to the array in the folder `path` (one new schema file under
+/// `__schema/`, as libtiledb's `ArraySchemaEvolution::array_evolve`); returns the new schema
+/// file's name.
+///
+/// # Errors
+/// When the evolution is invalid (nothing is written then), or on storage errors.
+pub fn evolve(path: impl AsRef<Path>, evolution: &SchemaEvolution) -> Result<String> {
+    Ok(tessera_query::evolve(&local(path), evolution)?.to_string())
 }
 
 fn local(path: impl AsRef<Path>) -> Arc<dyn Storage> {
