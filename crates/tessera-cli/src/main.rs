@@ -202,6 +202,29 @@ enum Command {
         #[command(flatten)]
         args: evolve_cmd::EvolveArgs,
     },
+    /// Delete fragments, by time range or by name, as libtiledb's delete_fragments /
+    /// delete_fragments_list (fragments inside consolidated commits through an `.ign` file).
+    DeleteFragments {
+        /// The array's folder.
+        array: PathBuf,
+        /// Delete the fragments whose timestamp range lies inside START:END (ms).
+        #[arg(
+            long,
+            value_name = "START:END",
+            conflicts_with = "names",
+            required_unless_present = "names"
+        )]
+        between: Option<String>,
+        /// Delete these fragments (names as `tessera fragments` shows them, comma-separated).
+        #[arg(long, value_name = "N1,N2,...", value_delimiter = ',')]
+        names: Vec<String>,
+    },
+    /// Delete a whole array, as libtiledb's tiledb_array_delete (files that are not
+    /// TileDB's stay; the folder goes when it is left empty).
+    DeleteArray {
+        /// The array's folder.
+        array: PathBuf,
+    },
     /// Create an empty array from schema JSON.
     Create {
         /// The folder to create the array in.
@@ -328,6 +351,27 @@ fn run(cli: Cli) -> Result<()> {
         Command::Consolidate { array, args } => consolidate_cmd::run_consolidate(&array, &args)?,
         Command::Vacuum { array, args } => consolidate_cmd::run_vacuum(&array, &args)?,
         Command::Evolve { array, args } => evolve_cmd::run(&array, &args)?,
+        Command::DeleteFragments { array, between, names } => {
+            let location = location::Location::of(&array)?;
+            let storage = location.storage();
+            let deleted = match between {
+                Some(b) => {
+                    let (s, e) = b.split_once(':').context("--between expects START:END")?;
+                    let (s, e) = (
+                        s.parse::<u64>().context("--between START")?,
+                        e.parse::<u64>().context("--between END")?,
+                    );
+                    tessera::layers::query::delete_fragments_between(storage.as_ref(), s, e)
+                }
+                None => {
+                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                    tessera::layers::query::delete_fragments_list(storage.as_ref(), &names)
+                }
+            }
+            .with_context(|| location.name())?;
+            outln!("deleted {} fragment(s)", deleted.len())?;
+        }
+        Command::DeleteArray { array } => location::Location::of(&array)?.delete_array()?,
         Command::Verify { array } => verify_cmd::run(&array)?,
         Command::Sql { args } => sql_cmd::run(&args, |path| open(path, None))?,
         Command::Create { array, schema } => {

@@ -118,6 +118,36 @@ pub fn evolve(path: impl AsRef<Path>, evolution: &SchemaEvolution) -> Result<Str
     Ok(tessera_query::evolve(&local(path), evolution)?.to_string())
 }
 
+/// Deletes the array in the folder `path` as libtiledb's `tiledb_array_delete` does
+/// (fragments, metadata, schemas, then TileDB's folders), then the folder when it is left
+/// empty.
+///
+/// # Errors
+/// When there is no array there, or a file cannot be removed.
+pub fn delete_array(path: impl AsRef<Path>) -> Result<()> {
+    tessera_query::delete_array(local(path.as_ref()).as_ref())?;
+    let _ = std::fs::remove_dir(path.as_ref());
+    Ok(())
+}
+
+/// Deletes the fragments of the array in `path` whose timestamp range lies inside
+/// `[start, end]` (ms), as libtiledb's `Array.delete_fragments`; returns their names.
+///
+/// # Errors
+/// When there is no array there, or on storage errors.
+pub fn delete_fragments(path: impl AsRef<Path>, start: u64, end: u64) -> Result<Vec<String>> {
+    tessera_query::delete_fragments_between(local(path).as_ref(), start, end)
+}
+
+/// Deletes the named fragments of the array in `path`, as libtiledb's
+/// `tiledb_array_delete_fragments_list`; every name must be a fragment of the array.
+///
+/// # Errors
+/// An unknown name (nothing is deleted then), or storage errors.
+pub fn delete_fragments_list(path: impl AsRef<Path>, names: &[&str]) -> Result<Vec<String>> {
+    tessera_query::delete_fragments_list(local(path).as_ref(), names)
+}
+
 fn local(path: impl AsRef<Path>) -> Arc<dyn Storage> {
     Arc::new(LocalStorage::new(path.as_ref()))
 }

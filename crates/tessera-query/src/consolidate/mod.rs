@@ -12,7 +12,7 @@
 //! [`vacuum`] then removes what a mode made obsolete, and only that.
 
 mod array_meta;
-mod commits;
+pub(crate) mod commits;
 mod fragment_meta;
 mod fragments;
 mod vacuum;
