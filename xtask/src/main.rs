@@ -30,7 +30,10 @@
 //!   conformance: arrays libtiledb wrote evolved step by step by `tessera evolve` and, in a
 //!   twin copy, by tiledb-py's `ArraySchemaEvolution`; new files, schemas and reads at every
 //!   step compared, invalid evolutions refused by both (`xtask/fixtures/check_evolution.py`);
-//!   then the groups conformance:
+//!   then the lifecycle conformance: fragments deleted by range and by name, arrays deleted,
+//!   upgraded and consolidated from a list of fragments by `tessera` and by libtiledb on
+//!   twin copies, trees and reads compared (`xtask/fixtures/check_lifecycle.py`); then the
+//!   groups conformance:
 //!   `tessera ls --json` on the groups libtiledb and tiledbsoma wrote (`testdata/groups`),
 //!   their arrays read by `tessera read`, and groups made by `tessera group` / `tessera meta`
 //!   read by libtiledb (`xtask/fixtures/check_groups.py`); then the s3 conformance: arrays
@@ -125,6 +128,8 @@ const WRITES_CLI_OUT: &str = "target/conformance/writes-cli";
 const CONSOLIDATION_OUT: &str = "target/conformance/consolidation";
 /// Where the evolution conformance step makes its arrays.
 const EVOLUTION_OUT: &str = "target/conformance/evolution";
+/// Where the lifecycle conformance step copies its arrays.
+const LIFECYCLE_OUT: &str = "target/conformance/lifecycle";
 /// Where the groups conformance step makes its groups.
 const GROUPS_OUT: &str = "target/conformance/groups";
 
@@ -534,7 +539,7 @@ fn fixtures(root: &Path, families: &[String]) -> Result<()> {
 fn conformance(root: &Path, only: &[String]) -> Result<()> {
     let python = ensure_venv(root)?;
     type Step = fn(&Path, &Path) -> Result<()>;
-    let steps: [(&str, Step); 10] = [
+    let steps: [(&str, Step); 11] = [
         ("fixtures", check_fixtures),
         ("create", create_conformance),
         ("fragments", fragments_conformance),
@@ -543,6 +548,7 @@ fn conformance(root: &Path, only: &[String]) -> Result<()> {
         ("writes-cli", writes_cli_conformance),
         ("consolidation", consolidation_conformance),
         ("evolution", evolution_conformance),
+        ("lifecycle", lifecycle_conformance),
         ("groups", groups_conformance),
         ("s3", s3_conformance),
     ];
@@ -909,6 +915,42 @@ fn evolution_conformance(python: &Path, root: &Path) -> Result<()> {
     let mut cmd = python_script(python, root, "check_evolution.py");
     cmd.arg("--tessera").arg(&tessera).args(["--out", EVOLUTION_OUT, "--testdata", "testdata"]);
     run(&mut cmd, "evolution conformance check (xtask/fixtures/check_evolution.py)")
+}
+
+/// The lifecycle conformance step: `xtask/fixtures/check_lifecycle.py` copies fixture arrays
+/// (`testdata/fragments`, `testdata/old`) twice under `target/conformance/lifecycle`, runs
+/// `tessera delete-fragments` (by range and by name), `tessera delete-array`, `tessera
+/// upgrade` and `tessera consolidate --fragments` on one copy and libtiledb's own operation on
+/// the other, and compares the remaining trees (files made byte for byte, labels aside) and
+/// the cells both engines read from both at every time point; what libtiledb refuses Tessera
+/// must refuse, leaving the array unchanged. Skipped loudly when the CLI package does not
+/// exist or lacks one of the subcommands.
+fn lifecycle_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: lifecycle conformance (delete-fragments, delete-array, ... vs libtiledb)");
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         the array lifecycle was NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    for sub in ["delete-fragments", "delete-array", "consolidate", "read"] {
+        if !has_subcommand(root, &tessera, sub) {
+            loud_skip(&[
+                &format!("SKIPPED: tessera {sub} not available (`tessera {sub} --help` failed):"),
+                "         the array lifecycle was NOT checked against libtiledb",
+            ]);
+            return Ok(());
+        }
+    }
+    let out = root.join(LIFECYCLE_OUT);
+    if out.exists() {
+        fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    let mut cmd = python_script(python, root, "check_lifecycle.py");
+    cmd.arg("--tessera").arg(&tessera).args(["--out", LIFECYCLE_OUT, "--testdata", "testdata"]);
+    run(&mut cmd, "lifecycle conformance check (xtask/fixtures/check_lifecycle.py)")
 }
 
 /// The groups conformance step: `xtask/fixtures/check_groups.py` compares `tessera ls --json`

@@ -303,6 +303,13 @@ impl Array {
         &self.fragments
     }
 
+    /// Keeps only the fragments `keep` names (a consolidation of a chosen list reads those
+    /// alone).
+    pub(crate) fn retain_fragments(&mut self, keep: &std::collections::HashSet<String>) {
+        self.fragments.retain(|f| keep.contains(f.name().as_str()));
+        self.directory.fragments.retain(|n| keep.contains(n.as_str()));
+    }
+
     /// The visible fragments, delete commits and obsolete fragments of the open range.
     pub fn directory(&self) -> &ArrayDirectory {
         &self.directory

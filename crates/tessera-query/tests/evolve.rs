@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tessera_query::{Array, SchemaEvolution, evolve};
-use tessera_schema::{ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef};
+use tessera_schema::{
+    ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef,
+};
 use tessera_storage::{LocalStorage, Storage};
 use tessera_types::{ArrayType, CurrentDomainType, Datatype};
 
@@ -179,8 +181,8 @@ fn invalid_evolutions_are_errors_that_change_nothing() {
     unknown.enumeration = Some("nope".into());
     let mut narrow = Attribute::new("n", Datatype::Float32);
     narrow.enumeration = Some("cats".into());
-    let dup_enum = Enumeration::from_values("cats", Datatype::Int32, false, &[1i32.to_le_bytes()])
-        .unwrap();
+    let dup_enum =
+        Enumeration::from_values("cats", Datatype::Int32, false, &[1i32.to_le_bytes()]).unwrap();
     let cases: Vec<(SchemaEvolution, &str)> = vec![
         (SchemaEvolution::new().add_attribute(Attribute::new("val", Datatype::Int32)), "\"val\""),
         (SchemaEvolution::new().add_attribute(Attribute::new("x", Datatype::Int32)), "\"x\""),
@@ -200,10 +202,7 @@ fn invalid_evolutions_are_errors_that_change_nothing() {
             SchemaEvolution::new().expand_current_domain(vec![[i64b(0), i64b(5000)]]),
             "leaves the domain",
         ),
-        (
-            SchemaEvolution::new().expand_current_domain(vec![[i64b(20), i64b(10)]]),
-            "above high",
-        ),
+        (SchemaEvolution::new().expand_current_domain(vec![[i64b(20), i64b(10)]]), "above high"),
         (SchemaEvolution::new().extend_enumeration("cats", ["a"]), "appears twice"),
         (SchemaEvolution::new().extend_enumeration("nope", ["a"]), "no enumeration"),
         (SchemaEvolution::new().extend_enumeration_to(reordered), "not an extension"),

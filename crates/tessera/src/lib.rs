@@ -148,6 +148,18 @@ pub fn delete_fragments_list(path: impl AsRef<Path>, names: &[&str]) -> Result<V
     tessera_query::delete_fragments_list(local(path).as_ref(), names)
 }
 
+/// Consolidates exactly the named fragments of the array in `path` into one, as tiledb-py's
+/// `consolidate(uri, fragment_uris=...)`; returns the new fragment's name (`None` when fewer
+/// than two were named).
+///
+/// # Errors
+/// A name that is not a fragment of the array; for dense arrays, an older fragment not
+/// listed that overlaps the listed ones (libtiledb's rule); storage errors.
+pub fn consolidate_fragments(path: impl AsRef<Path>, names: &[&str]) -> Result<Option<String>> {
+    let options = tessera_query::consolidate::Options::default();
+    Ok(tessera_query::consolidate::consolidate_fragments(local(path), names, &options)?.output)
+}
+
 fn local(path: impl AsRef<Path>) -> Arc<dyn Storage> {
     Arc::new(LocalStorage::new(path.as_ref()))
 }
