@@ -225,6 +225,12 @@ enum Command {
         /// The array's folder.
         array: PathBuf,
     },
+    /// Upgrade an array older than format version 22 as libtiledb's upgrade_version: its
+    /// newest schema rewritten at version 22, the folders of format 12 on made.
+    Upgrade {
+        /// The array's folder.
+        array: PathBuf,
+    },
     /// Create an empty array from schema JSON.
     Create {
         /// The folder to create the array in.
@@ -370,6 +376,15 @@ fn run(cli: Cli) -> Result<()> {
             }
             .with_context(|| location.name())?;
             outln!("deleted {} fragment(s)", deleted.len())?;
+        }
+        Command::Upgrade { array } => {
+            let location = location::Location::of(&array)?;
+            let upgraded = tessera::layers::query::upgrade_version(location.storage().as_ref())
+                .with_context(|| location.name())?;
+            match upgraded {
+                Some(name) => outln!("upgraded to format version 22: __schema/{name}")?,
+                None => outln!("already at format version 22: nothing to do")?,
+            }
         }
         Command::DeleteArray { array } => location::Location::of(&array)?.delete_array()?,
         Command::Verify { array } => verify_cmd::run(&array)?,

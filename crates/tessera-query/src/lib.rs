@@ -47,7 +47,9 @@ pub use error::{Error, Result};
 pub use evolve::{evolve, latest_schema};
 pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};
 pub use group::{Group, GroupMember, GroupWriter};
-pub use lifecycle::{delete_array, delete_fragments_between, delete_fragments_list};
+pub use lifecycle::{
+    delete_array, delete_fragments_between, delete_fragments_list, upgrade_version,
+};
 pub use object::{ObjectType, object_type};
 pub use read::{Batches, Points, ReadQuery};
 pub use result::{CellValue, Column, ReadResult};

@@ -10,6 +10,11 @@
 //! commits them. Fragments a fragment consolidation made obsolete (listed by a `.vac` file)
 //! are left to the vacuum, as libtiledb leaves them.
 //!
+//! Upgrading an array older than format version 22 (`Array::upgrade_version`) writes its newest
+//! schema again at version 22 as a new schema file (timestamped now), then makes the folders of
+//! format 12 on that it lacks (`__schema/__enumerations`, `__commits`, `__fragments`,
+//! `__fragment_meta`); its fragments stay as they are (libtiledb reads them in place).
+//!
 //! Deleting an array deletes every fragment that way, then the array metadata files, the
 //! consolidated fragment metadata files and the schema files, then TileDB's folders
 //! (`__schema`, `__meta`, `__commits`, `__fragment_meta`, `__fragments`, `__labels`,
@@ -20,6 +25,7 @@ use bytes::Bytes;
 use tessera_fragment::{FragmentName, IgnoreFile};
 use tessera_storage::Storage;
 use tessera_types::FORMAT_VERSION;
+use tessera_types::names::{TimestampedName, now_ms};
 
 use crate::array::dirs;
 use crate::consolidate::commits::{CommitsDir, name_over};
@@ -146,6 +152,37 @@ pub fn delete_fragments_list(storage: &dyn Storage, names: &[&str]) -> Result<Ve
     }
     delete_selected(storage, &selected)?;
     Ok(selected.iter().map(|n| n.as_str().to_owned()).collect())
+}
+
+/// Upgrades the array to format version 22 as libtiledb's `tiledb_array_upgrade_version` (see
+/// the module docs). Returns the new schema file's name, or `None` when the newest schema is
+/// already at version 22 (nothing is written then).
+///
+/// # Errors
+/// [`Error::NotAnArray`]; corrupt schema files; storage errors.
+pub fn upgrade_version(storage: &dyn Storage) -> Result<Option<TimestampedName>> {
+    ensure_array(storage)?;
+    let (schema, _, _) = crate::evolve::latest_schema(storage)?;
+    if schema.version >= FORMAT_VERSION {
+        return Ok(None);
+    }
+    let schema = tessera_schema::rewritten(&schema);
+    let t = now_ms();
+    let name = TimestampedName::generate(t, t, None);
+    let file = format!("{}/{name}", dirs::SCHEMA);
+    let bytes = schema.to_file().map_err(|source| Error::Schema { file: file.clone(), source })?;
+    for dir in [dirs::SCHEMA] {
+        if !storage.is_dir(dir)? {
+            storage.create_dir(dir)?;
+        }
+    }
+    storage.publish(&file, Bytes::from(bytes))?;
+    for dir in [dirs::ENUMERATIONS, dirs::COMMITS, dirs::FRAGMENTS, dirs::FRAGMENT_META] {
+        if !storage.is_dir(dir)? {
+            storage.create_dir(dir)?;
+        }
+    }
+    Ok(Some(name))
 }
 
 /// Deletes the array: every fragment, then the metadata, fragment metadata and schema files,

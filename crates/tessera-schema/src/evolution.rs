@@ -200,17 +200,7 @@ impl SchemaEvolution {
         if let Some(p) = &self.problem {
             return Err(Error::Invalid(p.clone()));
         }
-        let mut s = schema.clone();
-        // libtiledb loads a dimension without filters (format 5 on) with the coords filters
-        // and writes them back explicitly: so does an evolved schema.
-        if s.version >= 5 {
-            for d in &mut s.dimensions {
-                if d.filters.is_empty() {
-                    d.filters = s.coords_filters.clone();
-                }
-            }
-        }
-        s.version = FORMAT_VERSION;
+        let mut s = rewritten(schema);
         let mut values: Vec<Enumeration> = s
             .enumerations
             .iter()
@@ -332,6 +322,22 @@ impl SchemaEvolution {
         s.validate()?;
         Ok(Evolved { schema: s, new_enumerations, enumerations: values })
     }
+}
+
+/// `schema` as libtiledb writes back a schema it loaded, at format version 22: a dimension
+/// without filters of its own (format 5 on) is loaded with the coords filters, which are then
+/// written explicitly (evolution, `upgrade_version`).
+pub fn rewritten(schema: &ArraySchema) -> ArraySchema {
+    let mut s = schema.clone();
+    if s.version >= 5 {
+        for d in &mut s.dimensions {
+            if d.filters.is_empty() {
+                d.filters = s.coords_filters.clone();
+            }
+        }
+    }
+    s.version = FORMAT_VERSION;
+    s
 }
 
 /// A new enumeration file name, `__<label>_<version>`, not used by `schema`.

@@ -33,7 +33,7 @@ pub use current_domain::CurrentDomain;
 pub use dimension::Dimension;
 pub use enumeration::{Enumeration, EnumerationRef};
 pub use error::{Error, Result};
-pub use evolution::{Evolved, SchemaEvolution};
+pub use evolution::{Evolved, SchemaEvolution, rewritten};
 pub use label::DimensionLabel;
 pub use schema::{ArraySchema, MIN_READ_VERSION, SchemaBuilder};
 pub use value::Value;

@@ -160,6 +160,16 @@ pub fn consolidate_fragments(path: impl AsRef<Path>, names: &[&str]) -> Result<O
     Ok(tessera_query::consolidate::consolidate_fragments(local(path), names, &options)?.output)
 }
 
+/// Upgrades the array in `path` to format version 22, as libtiledb's `upgrade_version`
+/// (schema rewritten at version 22, the folders of format 12 on made); returns the new
+/// schema file's name, or `None` when it was already at version 22.
+///
+/// # Errors
+/// When there is no array there, or on storage errors.
+pub fn upgrade_version(path: impl AsRef<Path>) -> Result<Option<String>> {
+    Ok(tessera_query::upgrade_version(local(path).as_ref())?.map(|n| n.to_string()))
+}
+
 fn local(path: impl AsRef<Path>) -> Arc<dyn Storage> {
     Arc::new(LocalStorage::new(path.as_ref()))
 }
