@@ -48,7 +48,8 @@ pub use evolve::{evolve, latest_schema};
 pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};
 pub use group::{Group, GroupMember, GroupWriter};
 pub use lifecycle::{
-    delete_array, delete_fragments_between, delete_fragments_list, upgrade_version,
+    consolidate_group_metadata, delete_array, delete_fragments_between, delete_fragments_list,
+    delete_group, upgrade_version, vacuum_group_metadata,
 };
 pub use object::{ObjectType, object_type};
 pub use read::{Batches, Points, ReadQuery};

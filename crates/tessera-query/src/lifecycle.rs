@@ -210,3 +210,137 @@ pub fn delete_array(storage: &dyn Storage) -> Result<()> {
     }
     Ok(())
 }
+
+/// Deletes the group on `storage` itself, as the last step of libtiledb's
+/// `Group::delete_group`: its details files (`__group/`), its metadata files (with those a
+/// consolidation made obsolete and the `.vac` files), its `__tiledb_group.tdb`, then the folders
+/// `__group` and `__meta` with whatever they still hold. Members are not touched: a recursive
+/// delete deletes them first (arrays with [`delete_array`], groups with this, depth first), as
+/// the facade's and the CLI's recursive deletes do. The group's own folder is left to the
+/// caller (it is removed when empty).
+///
+/// # Errors
+/// [`Error::NotAGroup`] when there is no group; storage errors.
+pub fn delete_group(storage: &dyn Storage) -> Result<()> {
+    use crate::group::{DETAILS_DIR, GROUP_FILE, META_DIR};
+    if !storage.exists(GROUP_FILE)? {
+        return Err(Error::NotAGroup(format!("no {GROUP_FILE}")));
+    }
+    for dir in [DETAILS_DIR, META_DIR] {
+        let entries = match storage.list(dir) {
+            Ok(e) => e,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for e in entries.iter().filter(|e| !e.is_dir) {
+            remove_file(storage, &format!("{dir}/{}", e.name))?;
+        }
+    }
+    remove_file(storage, GROUP_FILE)?;
+    for dir in [DETAILS_DIR, META_DIR] {
+        remove_dir(storage, dir)?;
+    }
+    Ok(())
+}
+
+/// Consolidates the metadata of the group on `storage` whose URI is `group_uri` (as
+/// libtiledb's `tiledb_group_consolidate_metadata`, `GroupMetaConsolidator`): the metadata files
+/// visible in `range` (default all) merged into one `__meta/__<t1>_<t2>_<label>` (live keys
+/// only; none when every key was deleted), then a `.vac` file of the same name listing the
+/// merged files by their full URIs (`<group_uri>/__meta/<name>`), as libtiledb writes it for
+/// groups. Nothing happens with fewer than two files.
+///
+/// # Errors
+/// [`Error::NotAGroup`]; storage errors and corrupt metadata files.
+pub fn consolidate_group_metadata(
+    storage: &dyn Storage,
+    group_uri: &str,
+    range: Option<(u64, u64)>,
+) -> Result<crate::consolidate::Report> {
+    use crate::group::{GROUP_FILE, META_DIR};
+    use tessera_fragment::VacuumFile;
+    if !storage.exists(GROUP_FILE)? {
+        return Err(Error::NotAGroup(format!("no {GROUP_FILE}")));
+    }
+    let (start, end) = range.unwrap_or((0, u64::MAX));
+    let metadata = crate::metadata::ArrayMetadata::load(storage, start, end)?;
+    let files = metadata.files();
+    if files.len() <= 1 {
+        return Ok(crate::consolidate::Report::default());
+    }
+    let ranges: Vec<(u64, u64)> = files.iter().map(|n| (n.t1, n.t2)).collect();
+    let name = name_over(&ranges, None);
+    let output = format!("{META_DIR}/{name}");
+    let err = |source: tessera_tile::Error| Error::Metadata {
+        file: output.clone(),
+        source: Box::new(source),
+    };
+    let payload = metadata.to_payload().map_err(|e| err(e.into()))?;
+    let written = !payload.is_empty();
+    if written {
+        let tile = tessera_tile::write_generic_tile(&payload, FORMAT_VERSION).map_err(err)?;
+        storage.publish(&output, Bytes::from(tile))?;
+    }
+    let base = group_uri.trim_end_matches('/');
+    let inputs: Vec<String> = files.iter().map(|n| format!("{META_DIR}/{n}")).collect();
+    let vac = VacuumFile { lines: inputs.iter().map(|p| format!("{base}/{p}")).collect() };
+    let vac_path = format!("{output}.vac");
+    storage.publish(&vac_path, Bytes::from(vac.to_bytes()))?;
+    Ok(crate::consolidate::Report { inputs, output: Some(if written { output } else { vac_path }) })
+}
+
+/// Removes what group metadata consolidations made obsolete (libtiledb's
+/// `tiledb_group_vacuum_metadata`) from the group on `storage` whose URI is `group_uri`: the
+/// `__meta/` files a `.vac` file lists (by their full URI, `<group_uri>/__meta/<name>`, as
+/// libtiledb compares them: a `.vac` file written where the group was before it was copied or
+/// moved lists none), then every `.vac` file. Returns what was removed.
+///
+/// # Errors
+/// [`Error::NotAGroup`]; storage errors and corrupt `.vac` files.
+pub fn vacuum_group_metadata(storage: &dyn Storage, group_uri: &str) -> Result<Vec<String>> {
+    use crate::group::{GROUP_FILE, META_DIR};
+    use tessera_fragment::VacuumFile;
+    if !storage.exists(GROUP_FILE)? {
+        return Err(Error::NotAGroup(format!("no {GROUP_FILE}")));
+    }
+    let base = group_uri.trim_end_matches('/');
+    let entries = match storage.list(META_DIR) {
+        Ok(e) => e,
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut vac_files = Vec::new();
+    let mut files = Vec::new();
+    for e in entries.iter().filter(|e| !e.is_dir) {
+        if TimestampedName::parse(&e.name).is_err() {
+            continue;
+        }
+        if e.name.ends_with(".vac") {
+            vac_files.push(format!("{META_DIR}/{}", e.name));
+        } else {
+            files.push(e.name.clone());
+        }
+    }
+    let mut listed = std::collections::HashSet::new();
+    for path in &vac_files {
+        let vac = VacuumFile::parse(&storage.read(path)?)
+            .map_err(|source| Error::Fragment { file: path.clone(), source: Box::new(source) })?;
+        listed.extend(vac.lines);
+    }
+    let mut removed = Vec::new();
+    for f in files {
+        let full = format!("{base}/{META_DIR}/{f}");
+        let relative = format!("/{META_DIR}/{f}");
+        if (listed.contains(&full) || listed.contains(&relative))
+            && remove_file(storage, &format!("{META_DIR}/{f}"))?
+        {
+            removed.push(format!("{META_DIR}/{f}"));
+        }
+    }
+    for v in vac_files {
+        if remove_file(storage, &v)? {
+            removed.push(v);
+        }
+    }
+    Ok(removed)
+}

@@ -150,3 +150,34 @@ fn consolidating_a_list_merges_exactly_those_fragments() {
         .unwrap_err();
     assert!(err.to_string().contains("found 1 of the 2"), "{err}");
 }
+
+#[test]
+fn group_delete_and_metadata_consolidation() {
+    use tessera_query::{Group, consolidate_group_metadata, delete_group, vacuum_group_metadata};
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&testdata("groups"), dir.path());
+    let soma: Arc<dyn Storage> = Arc::new(LocalStorage::new(dir.path().join("soma")));
+    // Two metadata files merged into one, the .vac listing them by full URI.
+    let before = Group::open(soma.clone()).unwrap().metadata().unwrap();
+    let uri = "file:///somewhere/soma";
+    let report = consolidate_group_metadata(soma.as_ref(), uri, None).unwrap();
+    assert_eq!(report.inputs.len(), 2);
+    let vac = format!("{}.vac", report.output.as_ref().unwrap());
+    let text = String::from_utf8(soma.read(&vac).unwrap().to_vec()).unwrap();
+    assert!(text.lines().all(|l| l.starts_with("file:///somewhere/soma/__meta/__")), "{text}");
+    let after = Group::open(soma.clone()).unwrap().metadata().unwrap();
+    assert_eq!(before.iter().collect::<Vec<_>>(), after.iter().collect::<Vec<_>>());
+    assert!(!after.is_empty());
+    // A vacuum under another URI removes only the .vac file (libtiledb matches full URIs).
+    let removed = vacuum_group_metadata(soma.as_ref(), "file:///elsewhere/soma").unwrap();
+    assert_eq!(removed, std::slice::from_ref(&vac));
+    let report = consolidate_group_metadata(soma.as_ref(), uri, None).unwrap();
+    let removed = vacuum_group_metadata(soma.as_ref(), uri).unwrap();
+    assert_eq!(removed.len(), report.inputs.len() + 1, "{removed:?}");
+    // The group itself: details, metadata, group file and folders; members stay.
+    delete_group(soma.as_ref()).unwrap();
+    assert!(!soma.exists("__tiledb_group.tdb").unwrap());
+    assert!(!soma.exists("__meta").unwrap() && !soma.exists("__group").unwrap());
+    assert!(soma.is_dir("ms").unwrap(), "members are not touched");
+    assert!(matches!(delete_group(soma.as_ref()), Err(Error::NotAGroup(_))));
+}

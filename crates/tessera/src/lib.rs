@@ -36,8 +36,9 @@ use std::sync::Arc;
 mod group;
 
 pub use group::{
-    add_member, create_group, file_uri, group_writer, member_for, member_key, member_path,
-    object_type, open_group, open_group_at, open_group_between, remove_member, uri_path,
+    add_member, consolidate_group_metadata, create_group, delete_group, file_uri, group_writer,
+    member_for, member_key, member_path, object_type, open_group, open_group_at,
+    open_group_between, remove_member, uri_path, vacuum_group_metadata,
 };
 pub use tessera_filters::{Filter, FilterPipeline};
 pub use tessera_query::aggregate::{Aggregate, AggregateValue};
