@@ -343,7 +343,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Ls { path, json } => ls_cmd::run(&path, json)?,
         Command::Group { action } => group_cmd::run(action)?,
         Command::Write { array, args } => {
-            let opened = open(&array, None)?;
+            // libtiledb writes with the newest schema (by file name), whatever its timestamp.
+            let opened = open(&array, Some(u64::MAX))?;
             write_cmd::run(&opened, &args).with_context(|| array.display().to_string())?;
         }
         Command::Delete { array, condition, timestamp } => {
