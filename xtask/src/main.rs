@@ -26,7 +26,14 @@
 //!   (`xtask/fixtures/check_cli_writes.py`); then the consolidation conformance: fixture
 //!   arrays consolidated and vacuumed by `tessera consolidate` / `tessera vacuum` and, in a
 //!   twin copy, by libtiledb, in each mode; the trees and bytes compared, and each array read
-//!   by both engines (`xtask/fixtures/check_consolidation.py`); then the groups conformance:
+//!   by both engines (`xtask/fixtures/check_consolidation.py`); then the evolution
+//!   conformance: arrays libtiledb wrote evolved step by step by `tessera evolve` and, in a
+//!   twin copy, by tiledb-py's `ArraySchemaEvolution`; new files, schemas and reads at every
+//!   step compared, invalid evolutions refused by both (`xtask/fixtures/check_evolution.py`);
+//!   then the lifecycle conformance: fragments deleted by range and by name, arrays deleted,
+//!   upgraded and consolidated from a list of fragments by `tessera` and by libtiledb on
+//!   twin copies, trees and reads compared (`xtask/fixtures/check_lifecycle.py`); then the
+//!   groups conformance:
 //!   `tessera ls --json` on the groups libtiledb and tiledbsoma wrote (`testdata/groups`),
 //!   their arrays read by `tessera read`, and groups made by `tessera group` / `tessera meta`
 //!   read by libtiledb (`xtask/fixtures/check_groups.py`); then the s3 conformance: arrays
@@ -131,6 +138,10 @@ const QUERIES_FIXTURES: &str = "testdata/queries";
 const WRITES_CLI_OUT: &str = "target/conformance/writes-cli";
 /// Where the consolidation conformance step copies the fixture arrays it consolidates.
 const CONSOLIDATION_OUT: &str = "target/conformance/consolidation";
+/// Where the evolution conformance step makes its arrays.
+const EVOLUTION_OUT: &str = "target/conformance/evolution";
+/// Where the lifecycle conformance step copies its arrays.
+const LIFECYCLE_OUT: &str = "target/conformance/lifecycle";
 /// Where the groups conformance step makes its groups.
 const GROUPS_OUT: &str = "target/conformance/groups";
 /// Where the encryption conformance step makes its encrypted arrays and group.
@@ -552,6 +563,8 @@ fn conformance(root: &Path, only: &[String]) -> Result<()> {
         ("writes", writes_conformance),
         ("writes-cli", writes_cli_conformance),
         ("consolidation", consolidation_conformance),
+        ("evolution", evolution_conformance),
+        ("lifecycle", lifecycle_conformance),
         ("groups", groups_conformance),
         ("s3", s3_conformance),
         ("encrypted", encrypted_conformance),
@@ -883,6 +896,79 @@ fn consolidation_conformance(python: &Path, root: &Path) -> Result<()> {
     let mut cmd = python_script(python, root, "check_consolidation.py");
     cmd.arg("--tessera").arg(&tessera).args(["--out", CONSOLIDATION_OUT, "--testdata", "testdata"]);
     run(&mut cmd, "consolidation conformance check (xtask/fixtures/check_consolidation.py)")
+}
+
+/// The evolution conformance step: `xtask/fixtures/check_evolution.py` has libtiledb write
+/// arrays (a tiledbsoma-style sparse dataframe with an enumeration and a current domain, a
+/// dense array, old-format fixtures) under `target/conformance/evolution`, copies each twice,
+/// evolves one copy with `tessera evolve` and the other with tiledb-py's
+/// `ArraySchemaEvolution` step by step (libtiledb writing between steps), and compares the new
+/// files (schema and enumeration payloads byte for byte, labels aside), the schemas both
+/// engines read, and the cells both engines read from both copies at every step's time; then
+/// every invalid evolution must fail in both engines and leave the array unchanged. Skipped
+/// loudly when the CLI package does not exist or lacks `tessera evolve`.
+fn evolution_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: evolution conformance (tessera evolve vs libtiledb's ArraySchemaEvolution)");
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         `tessera evolve` was NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    for sub in ["evolve", "read", "schema"] {
+        if !has_subcommand(root, &tessera, sub) {
+            loud_skip(&[
+                &format!("SKIPPED: tessera {sub} not available (`tessera {sub} --help` failed):"),
+                "         `tessera evolve` was NOT checked against libtiledb",
+            ]);
+            return Ok(());
+        }
+    }
+    let out = root.join(EVOLUTION_OUT);
+    if out.exists() {
+        fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    let mut cmd = python_script(python, root, "check_evolution.py");
+    cmd.arg("--tessera").arg(&tessera).args(["--out", EVOLUTION_OUT, "--testdata", "testdata"]);
+    run(&mut cmd, "evolution conformance check (xtask/fixtures/check_evolution.py)")
+}
+
+/// The lifecycle conformance step: `xtask/fixtures/check_lifecycle.py` copies fixture arrays
+/// (`testdata/fragments`, `testdata/old`) twice under `target/conformance/lifecycle`, runs
+/// `tessera delete-fragments` (by range and by name), `tessera delete-array`, `tessera
+/// upgrade` and `tessera consolidate --fragments` on one copy and libtiledb's own operation on
+/// the other, and compares the remaining trees (files made byte for byte, labels aside) and
+/// the cells both engines read from both at every time point; what libtiledb refuses Tessera
+/// must refuse, leaving the array unchanged. Skipped loudly when the CLI package does not
+/// exist or lacks one of the subcommands.
+fn lifecycle_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!("xtask: lifecycle conformance (delete-fragments, delete-array, ... vs libtiledb)");
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         the array lifecycle was NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    for sub in ["delete-fragments", "delete-array", "consolidate", "read"] {
+        if !has_subcommand(root, &tessera, sub) {
+            loud_skip(&[
+                &format!("SKIPPED: tessera {sub} not available (`tessera {sub} --help` failed):"),
+                "         the array lifecycle was NOT checked against libtiledb",
+            ]);
+            return Ok(());
+        }
+    }
+    let out = root.join(LIFECYCLE_OUT);
+    if out.exists() {
+        fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    let mut cmd = python_script(python, root, "check_lifecycle.py");
+    cmd.arg("--tessera").arg(&tessera).args(["--out", LIFECYCLE_OUT, "--testdata", "testdata"]);
+    run(&mut cmd, "lifecycle conformance check (xtask/fixtures/check_lifecycle.py)")
 }
 
 /// The groups conformance step: `xtask/fixtures/check_groups.py` compares `tessera ls --json`

@@ -73,6 +73,10 @@ pub(crate) struct ConsolidateArgs {
     /// mode; libtiledb's `sm.consolidation.purge_deleted_cells`).
     #[arg(long)]
     purge_deleted: bool,
+    /// Consolidate exactly these fragments (names as `tessera fragments` shows them,
+    /// comma-separated), as libtiledb's `consolidate(uri, fragment_uris=...)`.
+    #[arg(long, value_name = "N1,N2,...", value_delimiter = ',', conflicts_with = "between")]
+    fragments: Vec<String>,
 }
 
 /// The options of `tessera vacuum`.
@@ -129,7 +133,15 @@ pub(crate) fn run_consolidate(array: &Path, args: &ConsolidateArgs) -> Result<()
             bar.set_position(done);
         }));
     }
-    let report = consolidate::consolidate(storage(array)?, args.mode.mode(), &options);
+    let report = if args.fragments.is_empty() {
+        consolidate::consolidate(storage(array)?, args.mode.mode(), &options)
+    } else {
+        if args.mode != ModeArg::Fragments {
+            anyhow::bail!("--fragments is for --mode fragments");
+        }
+        let names: Vec<&str> = args.fragments.iter().map(String::as_str).collect();
+        consolidate::consolidate_fragments(storage(array)?, &names, &options)
+    };
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

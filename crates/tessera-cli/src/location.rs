@@ -247,6 +247,21 @@ impl Location {
         Array::create(self.storage(), schema, enumerations).with_context(|| self.name())
     }
 
+    /// Deletes the array here (libtiledb's `tiledb_array_delete`), then its folder when that
+    /// is left empty.
+    ///
+    /// # Errors
+    /// When there is no array, or a file cannot be removed (the message names the location).
+    pub(crate) fn delete_array(&self) -> Result<()> {
+        tessera::layers::query::delete_array(self.storage().as_ref())
+            .with_context(|| self.name())?;
+        if let Location::Local(p) = self {
+            // Only when empty: files that are not TileDB's stay, as libtiledb leaves them.
+            let _ = std::fs::remove_dir(p);
+        }
+        Ok(())
+    }
+
     /// Creates an empty group here.
     ///
     /// # Errors

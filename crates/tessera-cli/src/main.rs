@@ -28,6 +28,7 @@ mod aggregate_cmd;
 mod cells;
 mod cells_input;
 mod consolidate_cmd;
+mod evolve_cmd;
 mod fragments_cmd;
 mod group_cmd;
 mod location;
@@ -65,6 +66,9 @@ enum Command {
         /// Print the schema JSON of docs/cli.md instead of a summary.
         #[arg(long)]
         json: bool,
+        /// The schema in force at this time (ms since the epoch; default now).
+        #[arg(long)]
+        at: Option<u64>,
     },
     /// Summarise an array: schema, fragments, non-empty domain, sizes.
     Info {
@@ -195,6 +199,43 @@ enum Command {
         #[command(flatten)]
         args: sql_cmd::SqlArgs,
     },
+    /// Evolve an array's schema (libtiledb's ArraySchemaEvolution): add or drop attributes,
+    /// add, extend or drop enumerations, expand the current domain; one new schema file.
+    Evolve {
+        /// The array's folder.
+        array: PathBuf,
+        #[command(flatten)]
+        args: evolve_cmd::EvolveArgs,
+    },
+    /// Delete fragments, by time range or by name, as libtiledb's delete_fragments /
+    /// delete_fragments_list (fragments inside consolidated commits through an `.ign` file).
+    DeleteFragments {
+        /// The array's folder.
+        array: PathBuf,
+        /// Delete the fragments whose timestamp range lies inside START:END (ms).
+        #[arg(
+            long,
+            value_name = "START:END",
+            conflicts_with = "names",
+            required_unless_present = "names"
+        )]
+        between: Option<String>,
+        /// Delete these fragments (names as `tessera fragments` shows them, comma-separated).
+        #[arg(long, value_name = "N1,N2,...", value_delimiter = ',')]
+        names: Vec<String>,
+    },
+    /// Delete a whole array, as libtiledb's tiledb_array_delete (files that are not
+    /// TileDB's stay; the folder goes when it is left empty).
+    DeleteArray {
+        /// The array's folder.
+        array: PathBuf,
+    },
+    /// Upgrade an array older than format version 22 as libtiledb's upgrade_version: its
+    /// newest schema rewritten at version 22, the folders of format 12 on made.
+    Upgrade {
+        /// The array's folder.
+        array: PathBuf,
+    },
     /// Create an empty array from schema JSON.
     Create {
         /// The folder to create the array in.
@@ -257,8 +298,8 @@ fn run(cli: Cli) -> Result<()> {
         location::set_encryption_key(key);
     }
     match cli.command {
-        Command::Schema { array, json } => {
-            let opened = open(&array, None)?;
+        Command::Schema { array, json, at } => {
+            let opened = open(&array, at)?;
             let text = if json { schema_cmd::json(&opened)? } else { schema_cmd::summary(&opened) };
             outln!("{text}")?;
         }
@@ -310,7 +351,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Ls { path, json } => ls_cmd::run(&path, json)?,
         Command::Group { action } => group_cmd::run(action)?,
         Command::Write { array, args } => {
-            let opened = open(&array, None)?;
+            // libtiledb writes with the newest schema (by file name), whatever its timestamp.
+            let opened = open(&array, Some(u64::MAX))?;
             write_cmd::run(&opened, &args).with_context(|| array.display().to_string())?;
         }
         Command::Delete { array, condition, timestamp } => {
@@ -323,6 +365,37 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Consolidate { array, args } => consolidate_cmd::run_consolidate(&array, &args)?,
         Command::Vacuum { array, args } => consolidate_cmd::run_vacuum(&array, &args)?,
+        Command::Evolve { array, args } => evolve_cmd::run(&array, &args)?,
+        Command::DeleteFragments { array, between, names } => {
+            let location = location::Location::of(&array)?;
+            let storage = location.storage();
+            let deleted = match between {
+                Some(b) => {
+                    let (s, e) = b.split_once(':').context("--between expects START:END")?;
+                    let (s, e) = (
+                        s.parse::<u64>().context("--between START")?,
+                        e.parse::<u64>().context("--between END")?,
+                    );
+                    tessera::layers::query::delete_fragments_between(storage.as_ref(), s, e)
+                }
+                None => {
+                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                    tessera::layers::query::delete_fragments_list(storage.as_ref(), &names)
+                }
+            }
+            .with_context(|| location.name())?;
+            outln!("deleted {} fragment(s)", deleted.len())?;
+        }
+        Command::Upgrade { array } => {
+            let location = location::Location::of(&array)?;
+            let upgraded = tessera::layers::query::upgrade_version(location.storage().as_ref())
+                .with_context(|| location.name())?;
+            match upgraded {
+                Some(name) => outln!("upgraded to format version 22: __schema/{name}")?,
+                None => outln!("already at format version 22: nothing to do")?,
+            }
+        }
+        Command::DeleteArray { array } => location::Location::of(&array)?.delete_array()?,
         Command::Verify { array } => verify_cmd::run(&array)?,
         Command::Sql { args } => sql_cmd::run(&args, |path| open(path, None))?,
         Command::Create { array, schema } => {

@@ -82,9 +82,9 @@ pub(crate) fn run(array: &Array, args: &WriteArgs) -> Result<()> {
     } else {
         q = q.layout(Layout::Unordered);
     }
-    if let Some(t) = args.timestamp {
-        q = q.timestamp(t);
-    }
+    // The array is open at the end of time (for its newest schema): the default timestamp is
+    // now, not that end.
+    q = q.timestamp(args.timestamp.unwrap_or_else(tessera::layers::types::names::now_ms));
     for c in columns {
         q = q.column(c);
     }

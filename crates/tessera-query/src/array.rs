@@ -40,7 +40,7 @@ pub mod dirs {
 
 /// Reads the schema file `name`: a file of `__schema/`, or the single `__array_schema.tdb` at
 /// the root of arrays older than format version 10 (which old fragments name).
-fn read_schema(storage: &dyn Storage, name: &str) -> Result<ArraySchema> {
+pub(crate) fn read_schema(storage: &dyn Storage, name: &str) -> Result<ArraySchema> {
     let file_name = if name == dirs::LEGACY_SCHEMA_FILE {
         name.to_owned()
     } else {
@@ -59,7 +59,10 @@ fn read_schema(storage: &dyn Storage, name: &str) -> Result<ArraySchema> {
     )
 }
 
-fn read_enumerations(storage: &dyn Storage, schema: &ArraySchema) -> Result<Vec<Enumeration>> {
+pub(crate) fn read_enumerations(
+    storage: &dyn Storage,
+    schema: &ArraySchema,
+) -> Result<Vec<Enumeration>> {
     let mut enumerations = Vec::with_capacity(schema.enumerations.len());
     for EnumerationRef { path, .. } in &schema.enumerations {
         let file = format!("{}/{path}", dirs::ENUMERATIONS);
@@ -306,6 +309,13 @@ impl Array {
     /// The visible fragments, oldest first.
     pub fn fragments(&self) -> &[Arc<Fragment>] {
         &self.fragments
+    }
+
+    /// Keeps only the fragments `keep` names (a consolidation of a chosen list reads those
+    /// alone).
+    pub(crate) fn retain_fragments(&mut self, keep: &std::collections::HashSet<String>) {
+        self.fragments.retain(|f| keep.contains(f.name().as_str()));
+        self.directory.fragments.retain(|n| keep.contains(n.as_str()));
     }
 
     /// The visible fragments, delete commits and obsolete fragments of the open range.

@@ -29,8 +29,10 @@ pub mod consolidate;
 mod delete;
 mod directory;
 mod error;
+pub mod evolve;
 mod fragment;
 pub mod group;
+pub mod lifecycle;
 pub mod metadata;
 mod object;
 pub mod read;
@@ -42,9 +44,15 @@ pub use array::{Array, dirs};
 pub use delete::DeleteQuery;
 pub use directory::{ArrayDirectory, DeleteCommit};
 pub use error::{Error, Result};
+pub use evolve::{evolve, latest_schema};
 pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};
 pub use group::{Group, GroupMember, GroupWriter};
+pub use lifecycle::{
+    consolidate_group_metadata, delete_array, delete_fragments_between, delete_fragments_list,
+    delete_group, upgrade_version, vacuum_group_metadata,
+};
 pub use object::{ObjectType, object_type};
 pub use read::{Batches, Points, ReadQuery};
 pub use result::{CellValue, Column, ReadResult};
+pub use tessera_schema::SchemaEvolution;
 pub use write::{FragmentWrite, WriteQuery};

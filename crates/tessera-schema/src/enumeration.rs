@@ -70,6 +70,126 @@ impl Enumeration {
         }
     }
 
+    /// An enumeration of `values` (each value's bytes: one cell of `datatype` for fixed-size
+    /// types; any length for strings, `blob` and `any`, which are var-sized), with no file name
+    /// yet.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when a fixed-size value has the wrong length, a fixed-size
+    /// enumeration is empty, or a value appears twice (libtiledb's checks).
+    pub fn from_values<V: AsRef<[u8]>>(
+        name: impl Into<String>,
+        datatype: Datatype,
+        ordered: bool,
+        values: &[V],
+    ) -> Result<Enumeration> {
+        let var = datatype.is_string() || matches!(datatype, Datatype::Blob | Datatype::Any);
+        let mut e = Enumeration {
+            name: name.into(),
+            path: String::new(),
+            datatype,
+            cell_val_num: if var { CELL_VAL_NUM_VAR } else { 1 },
+            ordered,
+            data: Vec::new(),
+            offsets: var.then(Vec::new),
+        };
+        e.push_values(values)?;
+        e.check()?;
+        Ok(e)
+    }
+
+    /// This enumeration with `values` appended, as libtiledb's `Enumeration::extend`: the old
+    /// values keep their order and indexes; the result has no file name yet.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a value of the wrong size or a value already present.
+    pub fn extended<V: AsRef<[u8]>>(&self, values: &[V]) -> Result<Enumeration> {
+        let mut e = self.clone();
+        e.path = String::new();
+        e.push_values(values)?;
+        e.check()?;
+        Ok(e)
+    }
+
+    /// Whether `self` is `old` with values appended (same name, datatype, cell_val_num and
+    /// ordering; the old values first, in their order): libtiledb's rule for an extension.
+    pub fn is_extension_of(&self, old: &Enumeration) -> bool {
+        if self.name != old.name
+            || self.datatype != old.datatype
+            || self.cell_val_num != old.cell_val_num
+            || self.ordered != old.ordered
+            || self.data.len() < old.data.len()
+            || !self.data.starts_with(&old.data)
+        {
+            return false;
+        }
+        match (&self.offsets, &old.offsets) {
+            (Some(new), Some(old)) => new.len() > old.len() && new.starts_with(old),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+
+    /// Checks what libtiledb checks of an enumeration's values: a fixed-size enumeration is
+    /// not empty and holds whole cells; no value appears twice.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the enumeration and the problem.
+    pub fn check(&self) -> Result<()> {
+        if self.cell_val_num == 0 {
+            return Err(Error::Invalid(format!("enumeration {:?}: cell_val_num is 0", self.name)));
+        }
+        if self.offsets.is_none() {
+            let size = self.datatype.size() * self.cell_val_num as usize;
+            if self.data.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "enumeration {:?}: a fixed-size enumeration needs at least one value",
+                    self.name
+                )));
+            }
+            if size == 0 || !self.data.len().is_multiple_of(size) {
+                return Err(Error::Invalid(format!(
+                    "enumeration {:?}: {} bytes of values are not whole cells of {size} bytes",
+                    self.name,
+                    self.data.len()
+                )));
+            }
+        }
+        let mut seen = std::collections::HashSet::with_capacity(self.len());
+        for i in 0..self.len() {
+            let v = self.value(i).unwrap_or_default();
+            if !seen.insert(v) {
+                return Err(Error::Invalid(format!(
+                    "enumeration {:?}: value {i} ({}) appears twice",
+                    self.name,
+                    String::from_utf8_lossy(v)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn push_values<V: AsRef<[u8]>>(&mut self, values: &[V]) -> Result<()> {
+        let size = self.datatype.size() * self.cell_val_num as usize;
+        for v in values {
+            let v = v.as_ref();
+            match &mut self.offsets {
+                Some(o) => o.push(self.data.len() as u64),
+                None if v.len() != size => {
+                    return Err(Error::Invalid(format!(
+                        "enumeration {:?}: a value of {} bytes is not one cell of {} ({size} bytes)",
+                        self.name,
+                        v.len(),
+                        self.datatype
+                    )));
+                }
+                None => {}
+            }
+            self.data.extend_from_slice(v);
+        }
+        Ok(())
+    }
+
     /// Parses the payload of an enumeration file.
     ///
     /// # Errors

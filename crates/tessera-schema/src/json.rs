@@ -542,7 +542,11 @@ fn decode_hex(s: &str) -> Result<Vec<u8>> {
         .collect()
 }
 
-fn cell_from_json(dt: Datatype, cell_val_num: u32, j: &Json) -> Result<Vec<u8>> {
+/// One cell of `cell_val_num` values of `dt` from JSON (a number, a string, or a list).
+///
+/// # Errors
+/// Values that do not fit.
+pub fn cell_from_json(dt: Datatype, cell_val_num: u32, j: &Json) -> Result<Vec<u8>> {
     match j {
         Json::Array(items)
             if !(dt.is_string() || matches!(dt, Datatype::Char | Datatype::GeomWkt))
@@ -605,69 +609,11 @@ pub fn from_json(j: &SchemaJson) -> Result<(ArraySchema, Vec<Enumeration>)> {
         b = b.dimension(dim);
     }
     for a in &j.attributes {
-        let dt = datatype(&a.datatype)?;
-        let cell_val_num = match &a.cell_val_num {
-            None if dt == Datatype::Any => CELL_VAL_NUM_VAR,
-            None => 1,
-            Some(Json::String(s)) if s == "var" => CELL_VAL_NUM_VAR,
-            Some(Json::Number(n)) => n
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .filter(|&n| n != CELL_VAL_NUM_VAR)
-                .ok_or_else(|| {
-                    Error::json(format!("attribute {:?}: bad cell_val_num {n}", a.name))
-                })?,
-            Some(other) => {
-                return Err(Error::json(format!(
-                    "attribute {:?}: bad cell_val_num {other}",
-                    a.name
-                )));
-            }
-        };
-        let mut attr = Attribute::new(&a.name, dt).cell_val_num(cell_val_num).nullable(a.nullable);
-        attr.filters = pipeline_from_json(&a.filters)?;
-        if let Some(fill) = &a.fill {
-            attr.fill_value = cell_from_json(dt, cell_val_num, fill)?;
-        }
-        if a.fill_validity == Some(true) && !a.nullable {
-            // libtiledb refuses a fill validity on an attribute that is not nullable, and
-            // the JSON of such an attribute has no `fill_validity`.
-            return Err(Error::json(format!(
-                "attribute {:?}: fill_validity is for nullable attributes",
-                a.name
-            )));
-        }
-        attr.fill_value_validity = a.fill_validity.unwrap_or(false);
-        if let Some(order) = &a.order {
-            attr.order = DataOrder::from_name(order).map_err(|_| {
-                Error::json(format!(
-                    "attribute {:?}: order {order:?} is not increasing or decreasing",
-                    a.name
-                ))
-            })?;
-        }
-        attr.enumeration = a.enumeration.clone();
-        b = b.attribute(attr);
+        b = b.attribute(attribute_from_json(a)?);
     }
     let mut enumerations = Vec::new();
     for (name, e) in &j.enumerations {
-        let dt = datatype(&e.datatype)?;
-        let var = dt.is_string() || matches!(dt, Datatype::Blob | Datatype::Any);
-        let mut data = Vec::new();
-        let mut offsets = Vec::new();
-        for v in &e.values {
-            offsets.push(data.len() as u64);
-            data.extend(cell_from_json(dt, if var { CELL_VAL_NUM_VAR } else { 1 }, v)?);
-        }
-        enumerations.push(Enumeration {
-            name: name.clone(),
-            path: String::new(),
-            datatype: dt,
-            cell_val_num: if var { CELL_VAL_NUM_VAR } else { 1 },
-            ordered: e.ordered,
-            data,
-            offsets: var.then_some(offsets),
-        });
+        enumerations.push(enumeration_from_json(name, e)?);
         b = b.enumeration(EnumerationRef { name: name.clone(), path: String::new() });
     }
     if let Some(ranges) = &j.current_domain {
@@ -712,4 +658,112 @@ pub fn from_json(j: &SchemaJson) -> Result<(ArraySchema, Vec<Enumeration>)> {
     }
     let schema = b.build()?;
     Ok((schema, enumerations))
+}
+
+/// An attribute from its JSON form (the `attributes` entries of the schema JSON; also
+/// `tessera evolve --add-attr`).
+///
+/// # Errors
+/// Unknown datatype or filter names, a bad `cell_val_num`, a fill that does not fit.
+pub fn attribute_from_json(a: &AttributeJson) -> Result<Attribute> {
+    let dt = datatype(&a.datatype)?;
+    let cell_val_num = match &a.cell_val_num {
+        None if dt == Datatype::Any => CELL_VAL_NUM_VAR,
+        None => 1,
+        Some(Json::String(s)) if s == "var" => CELL_VAL_NUM_VAR,
+        Some(Json::Number(n)) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|&n| n != CELL_VAL_NUM_VAR)
+            .ok_or_else(|| Error::json(format!("attribute {:?}: bad cell_val_num {n}", a.name)))?,
+        Some(other) => {
+            return Err(Error::json(format!("attribute {:?}: bad cell_val_num {other}", a.name)));
+        }
+    };
+    let mut attr = Attribute::new(&a.name, dt).cell_val_num(cell_val_num).nullable(a.nullable);
+    attr.filters = pipeline_from_json(&a.filters)?;
+    if let Some(fill) = &a.fill {
+        attr.fill_value = cell_from_json(dt, cell_val_num, fill)?;
+    }
+    if a.fill_validity == Some(true) && !a.nullable {
+        // libtiledb refuses a fill validity on an attribute that is not nullable, and
+        // the JSON of such an attribute has no `fill_validity`.
+        return Err(Error::json(format!(
+            "attribute {:?}: fill_validity is for nullable attributes",
+            a.name
+        )));
+    }
+    attr.fill_value_validity = a.fill_validity.unwrap_or(false);
+    if let Some(order) = &a.order {
+        attr.order = DataOrder::from_name(order).map_err(|_| {
+            Error::json(format!(
+                "attribute {:?}: order {order:?} is not increasing or decreasing",
+                a.name
+            ))
+        })?;
+    }
+    attr.enumeration = a.enumeration.clone();
+    Ok(attr)
+}
+
+/// An enumeration named `name` from its JSON form (file name left empty).
+///
+/// # Errors
+/// Unknown datatype names, values that do not fit the datatype, duplicate values.
+pub fn enumeration_from_json(name: &str, e: &EnumerationJson) -> Result<Enumeration> {
+    let dt = datatype(&e.datatype)?;
+    let values = enumeration_values_from_json(name, dt, &e.values)?;
+    Enumeration::from_values(name, dt, e.ordered, &values)
+}
+
+/// The bytes of each value of a JSON list, for an enumeration of datatype `dt` (one cell
+/// each; strings, `blob` and `any` are var-sized).
+///
+/// # Errors
+/// Values that do not fit the datatype.
+pub fn enumeration_values_from_json(
+    name: &str,
+    dt: Datatype,
+    values: &[Json],
+) -> Result<Vec<Vec<u8>>> {
+    let var = dt.is_string() || matches!(dt, Datatype::Blob | Datatype::Any);
+    values
+        .iter()
+        .map(|v| {
+            cell_from_json(dt, if var { CELL_VAL_NUM_VAR } else { 1 }, v)
+                .map_err(|e| Error::json(format!("enumeration {name:?}: value {v}: {e}")))
+        })
+        .collect()
+}
+
+/// An enumeration with its name, as `tessera evolve --add-enum` takes it:
+/// `{"name": "colors", "type": "string_utf8", "ordered": false, "values": ["red"]}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedEnumerationJson {
+    /// Name attributes refer to.
+    pub name: String,
+    /// Datatype name.
+    #[serde(rename = "type")]
+    pub datatype: String,
+    /// Whether the values are ordered.
+    #[serde(default)]
+    pub ordered: bool,
+    /// The values.
+    pub values: Vec<Json>,
+}
+
+impl NamedEnumerationJson {
+    /// The enumeration (file name left empty).
+    ///
+    /// # Errors
+    /// As [`enumeration_from_json`].
+    pub fn to_enumeration(&self) -> Result<Enumeration> {
+        let e = EnumerationJson {
+            datatype: self.datatype.clone(),
+            ordered: self.ordered,
+            values: self.values.clone(),
+        };
+        enumeration_from_json(&self.name, &e)
+    }
 }

@@ -223,7 +223,7 @@ pub(crate) fn validate(s: &ArraySchema) -> Result<()> {
     Ok(())
 }
 
-fn cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
+pub(crate) fn cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
     match (a.as_i128(), b.as_i128(), a, b) {
         (Some(x), Some(y), Value::Int(_) | Value::UInt(_), Value::Int(_) | Value::UInt(_)) => {
             x.cmp(&y)

@@ -139,6 +139,17 @@ pub(crate) fn is_bytes_like(dt: Datatype) -> bool {
         || matches!(dt, Datatype::Any | Datatype::Blob | Datatype::GeomWkb | Datatype::GeomWkt)
 }
 
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::UInt(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+            Value::Bytes(b) => write!(f, "{:?}", String::from_utf8_lossy(b)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

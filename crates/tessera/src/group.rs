@@ -222,6 +222,66 @@ pub fn remove_member(group: impl AsRef<Path>, name_or_uri: &str) -> Result<()> {
     writer.commit().map(|_| ())
 }
 
+/// Deletes the group in the folder `path` as libtiledb's `Group.delete_group` does; with
+/// `recursive`, its members first (arrays deleted as [`crate::delete_array`] does, groups
+/// recursively); a member that is not there is an error, before anything is deleted. The group's folder goes when
+/// it is left empty.
+///
+/// # Errors
+/// When there is no group there, or a file cannot be removed.
+pub fn delete_group(path: impl AsRef<Path>, recursive: bool) -> Result<()> {
+    let path = path.as_ref();
+    if recursive {
+        let group = open_group(path)?;
+        // libtiledb fails on a member that is not there, after deleting the members it met
+        // before it (in no set order): Tessera checks them all first and deletes nothing.
+        let mut members = Vec::with_capacity(group.members().len());
+        for m in group.members() {
+            let member = member_path(path, m)?;
+            if object_type(&member)? != m.object_type {
+                return Err(Error::InvalidGroupChange(format!(
+                    "cannot delete the group recursively: its member {} ({}) is not there \
+                     (nothing was deleted)",
+                    m.uri,
+                    member.display()
+                )));
+            }
+            members.push((member, m.object_type));
+        }
+        for (member, t) in members {
+            match t {
+                ObjectType::Array => crate::delete_array(&member)?,
+                ObjectType::Group => delete_group(&member, true)?,
+                _ => {}
+            }
+        }
+    }
+    tessera_query::delete_group(local(path).as_ref())?;
+    let _ = std::fs::remove_dir(path);
+    Ok(())
+}
+
+/// Consolidates the metadata of the group in `path` into one file, as libtiledb's
+/// `Group.consolidate_metadata` (the `.vac` file names the merged files by their `file://`
+/// URIs); returns the merged files.
+///
+/// # Errors
+/// When there is no group there, or on storage errors.
+pub fn consolidate_group_metadata(path: impl AsRef<Path>) -> Result<Vec<String>> {
+    let uri = file_uri(&path.as_ref().to_string_lossy())?;
+    Ok(tessera_query::consolidate_group_metadata(local(path).as_ref(), &uri, None)?.inputs)
+}
+
+/// Removes the group metadata files a consolidation made obsolete, as libtiledb's
+/// `Group.vacuum_metadata`; returns what was removed.
+///
+/// # Errors
+/// When there is no group there, or on storage errors.
+pub fn vacuum_group_metadata(path: impl AsRef<Path>) -> Result<Vec<String>> {
+    let uri = file_uri(&path.as_ref().to_string_lossy())?;
+    tessera_query::vacuum_group_metadata(local(path).as_ref(), &uri)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

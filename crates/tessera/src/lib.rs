@@ -36,8 +36,9 @@ use std::sync::Arc;
 mod group;
 
 pub use group::{
-    add_member, create_group, file_uri, group_writer, member_for, member_key, member_path,
-    object_type, open_group, open_group_at, open_group_between, remove_member, uri_path,
+    add_member, consolidate_group_metadata, create_group, delete_group, file_uri, group_writer,
+    member_for, member_key, member_path, object_type, open_group, open_group_at,
+    open_group_between, remove_member, uri_path, vacuum_group_metadata,
 };
 pub use tessera_filters::{Filter, FilterPipeline};
 pub use tessera_query::aggregate::{Aggregate, AggregateValue};
@@ -47,7 +48,7 @@ pub use tessera_query::{
     ObjectType, Points, ReadResult, Result, WriteQuery,
 };
 pub use tessera_schema::{
-    ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef,
+    ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef, SchemaEvolution,
 };
 pub use tessera_storage::{LocalStorage, MemoryStorage, Storage};
 pub use tessera_types::{ArrayType, Datatype, Layout};
@@ -106,6 +107,68 @@ pub fn open_between(path: impl AsRef<Path>, start: u64, end: u64) -> Result<Arra
 /// When there is no array, its format version is not supported, or a file is corrupt.
 pub fn open(path: impl AsRef<Path>) -> Result<Array> {
     Array::open(local(path))
+}
+
+/// Applies a schema evolution to the array in the folder `path` (one new schema file under
+/// `__schema/`, as libtiledb's `ArraySchemaEvolution::array_evolve`); returns the new schema
+/// file's name.
+///
+/// # Errors
+/// When the evolution is invalid (nothing is written then), or on storage errors.
+pub fn evolve(path: impl AsRef<Path>, evolution: &SchemaEvolution) -> Result<String> {
+    Ok(tessera_query::evolve(&local(path), evolution)?.to_string())
+}
+
+/// Deletes the array in the folder `path` as libtiledb's `tiledb_array_delete` does
+/// (fragments, metadata, schemas, then TileDB's folders), then the folder when it is left
+/// empty.
+///
+/// # Errors
+/// When there is no array there, or a file cannot be removed.
+pub fn delete_array(path: impl AsRef<Path>) -> Result<()> {
+    tessera_query::delete_array(local(path.as_ref()).as_ref())?;
+    let _ = std::fs::remove_dir(path.as_ref());
+    Ok(())
+}
+
+/// Deletes the fragments of the array in `path` whose timestamp range lies inside
+/// `[start, end]` (ms), as libtiledb's `Array.delete_fragments`; returns their names.
+///
+/// # Errors
+/// When there is no array there, or on storage errors.
+pub fn delete_fragments(path: impl AsRef<Path>, start: u64, end: u64) -> Result<Vec<String>> {
+    tessera_query::delete_fragments_between(local(path).as_ref(), start, end)
+}
+
+/// Deletes the named fragments of the array in `path`, as libtiledb's
+/// `tiledb_array_delete_fragments_list`; every name must be a fragment of the array.
+///
+/// # Errors
+/// An unknown name (nothing is deleted then), or storage errors.
+pub fn delete_fragments_list(path: impl AsRef<Path>, names: &[&str]) -> Result<Vec<String>> {
+    tessera_query::delete_fragments_list(local(path).as_ref(), names)
+}
+
+/// Consolidates exactly the named fragments of the array in `path` into one, as tiledb-py's
+/// `consolidate(uri, fragment_uris=...)`; returns the new fragment's name (`None` when fewer
+/// than two were named).
+///
+/// # Errors
+/// A name that is not a fragment of the array; for dense arrays, an older fragment not
+/// listed that overlaps the listed ones (libtiledb's rule); storage errors.
+pub fn consolidate_fragments(path: impl AsRef<Path>, names: &[&str]) -> Result<Option<String>> {
+    let options = tessera_query::consolidate::Options::default();
+    Ok(tessera_query::consolidate::consolidate_fragments(local(path), names, &options)?.output)
+}
+
+/// Upgrades the array in `path` to format version 22, as libtiledb's `upgrade_version`
+/// (schema rewritten at version 22, the folders of format 12 on made); returns the new
+/// schema file's name, or `None` when it was already at version 22.
+///
+/// # Errors
+/// When there is no array there, or on storage errors.
+pub fn upgrade_version(path: impl AsRef<Path>) -> Result<Option<String>> {
+    Ok(tessera_query::upgrade_version(local(path).as_ref())?.map(|n| n.to_string()))
 }
 
 fn local(path: impl AsRef<Path>) -> Arc<dyn Storage> {

@@ -149,7 +149,7 @@ pub(super) fn files_to_vacuum(storage: &dyn Storage) -> Result<Vec<String>> {
 
 /// The commit files of an array as libtiledb's `ArrayDirectory` sees them for consolidation
 /// and vacuum: the root and `__commits/` listings, the `.ign` lines and the `.con` entries.
-pub(super) struct CommitsDir {
+pub(crate) struct CommitsDir {
     /// The entries at the array's root, by name.
     pub(super) root: Vec<Entry>,
     /// The entries of `__commits/`, by name.
@@ -160,7 +160,7 @@ pub(super) struct CommitsDir {
     /// array, once each, sorted (libtiledb's `consolidated_commit_uris`).
     pub(super) consolidated: Vec<String>,
     /// The same, as a set.
-    pub(super) consolidated_set: HashSet<String>,
+    pub(crate) consolidated_set: HashSet<String>,
     /// The bytes of the `.del` files embedded in `.con` files, by path.
     pub(super) inline_deletes: HashMap<String, Vec<u8>>,
 }
@@ -170,7 +170,7 @@ impl CommitsDir {
     ///
     /// # Errors
     /// Storage errors and malformed `.ign` or `.con` files (naming the file).
-    pub(super) fn load(storage: &dyn Storage) -> Result<Self> {
+    pub(crate) fn load(storage: &dyn Storage) -> Result<Self> {
         let root = list_or_empty(storage, "")?;
         let commits = list_or_empty(storage, dirs::COMMITS)?;
         let frag_err = |file: &str| {
@@ -242,7 +242,7 @@ pub(super) fn list_or_empty(storage: &dyn Storage, dir: &str) -> Result<Vec<Entr
 ///
 /// # Errors
 /// [`Error::Fragment`] naming the path when it is not a timestamped name.
-pub(super) fn name_of(path: &str) -> Result<FragmentName> {
+pub(crate) fn name_of(path: &str) -> Result<FragmentName> {
     FragmentName::parse(path)
         .map_err(|source| Error::Fragment { file: path.to_owned(), source: Box::new(source) })
 }
@@ -254,7 +254,7 @@ pub(super) fn name_of(path: &str) -> Result<FragmentName> {
 ///
 /// # Panics
 /// When `ranges` is empty.
-pub(super) fn name_over(ranges: &[(u64, u64)], version: Option<u32>) -> TimestampedName {
+pub(crate) fn name_over(ranges: &[(u64, u64)], version: Option<u32>) -> TimestampedName {
     let (mut t1, mut t2) = (ranges[0].0, ranges[ranges.len() - 1].1);
     if t1 > t2 {
         t1 = ranges.iter().map(|r| r.0).min().unwrap_or(t1);

@@ -50,8 +50,17 @@ pub(crate) fn consolidate(storage: Arc<dyn Storage>, options: &Options) -> Resul
     }
     // Fragments in the array folder (before `__fragments/`) would need the old vacuum and
     // commit layout too.
-    if let Some(old) = array
-        .fragments()
+    refuse_old(array.fragments())?;
+    if array.schema().is_dense() {
+        dense(&array, start, options, true)
+    } else {
+        sparse(&array, options)
+    }
+}
+
+/// Refuses fragments older than format version 12 (see [`consolidate`]).
+fn refuse_old(frags: &[Arc<Fragment>]) -> Result<()> {
+    if let Some(old) = frags
         .iter()
         .find(|f| f.name().format_version() < tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION)
     {
@@ -63,7 +72,73 @@ pub(crate) fn consolidate(storage: Arc<dyn Storage>, options: &Options) -> Resul
             tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION
         )));
     }
-    if array.schema().is_dense() { dense(&array, start, options) } else { sparse(&array, options) }
+    Ok(())
+}
+
+/// Consolidates exactly the fragments `names` (as libtiledb's
+/// `FragmentConsolidator::consolidate_fragments`): every name must be a fragment the array
+/// shows now; the listed fragments become one, named over the oldest `t1` and the newest `t2`
+/// among them, and a `.vac` file lists them. A dense list is refused when a fragment not in it,
+/// starting no later than the newest listed one ends, overlaps the listed fragments' union
+/// expanded to whole tiles (its cells could be overwritten by fill values). One fragment or
+/// none: nothing to do.
+pub(crate) fn consolidate_list(
+    storage: Arc<dyn Storage>,
+    names: &[&str],
+    options: &Options,
+) -> Result<Report> {
+    let mut array = Array::open_between(storage, 0, now_ms())?;
+    if names.len() <= 1 {
+        return Ok(Report::default());
+    }
+    let wanted: std::collections::HashSet<String> = names
+        .iter()
+        .map(|n| n.trim_end_matches('/').rsplit('/').next().unwrap_or(n).to_owned())
+        .collect();
+    let found = array.fragments().iter().filter(|f| wanted.contains(f.name().as_str())).count();
+    if found != names.len() {
+        let missing: Vec<&String> = wanted
+            .iter()
+            .filter(|w| !array.fragments().iter().any(|f| f.name().as_str() == w.as_str()))
+            .collect();
+        return Err(Error::InvalidQuery(format!(
+            "cannot consolidate: found {found} of the {} fragments listed (not fragments the \
+             array shows: {missing:?})",
+            names.len()
+        )));
+    }
+    refuse_old(array.fragments())?;
+    if array.schema().is_dense() {
+        let schema = array.schema();
+        let selected: Vec<&Arc<Fragment>> =
+            array.fragments().iter().filter(|f| wanted.contains(f.name().as_str())).collect();
+        let mut bbox: Vec<[i128; 2]> = Vec::new();
+        for f in &selected {
+            if let Some(ned) = &f.footer().non_empty_domain {
+                union(&mut bbox, &int_box(schema, ned)?);
+            }
+        }
+        let expanded = expand_to_tiles(schema, &bbox);
+        let max_t = selected.iter().map(|f| f.name().t2()).max().unwrap_or(0);
+        for f in array.fragments().iter().filter(|f| !wanted.contains(f.name().as_str())) {
+            if f.name().t1() <= max_t
+                && let Some(ned) = &f.footer().non_empty_domain
+                && overlap(&expanded, &int_box(schema, ned)?)
+            {
+                return Err(Error::InvalidQuery(format!(
+                    "cannot consolidate: the non-empty domain of fragment {} overlaps the union \
+                     of the non-empty domains of the fragments listed, and it was written before \
+                     them (their consolidation would cover its cells with fill values)",
+                    f.name()
+                )));
+            }
+        }
+        array.retain_fragments(&wanted);
+        dense(&array, 0, options, false)
+    } else {
+        array.retain_fragments(&wanted);
+        sparse(&array, options)
+    }
 }
 
 /// The name of the fragment consolidating `frags` (oldest first).
@@ -155,7 +230,7 @@ fn union(a: &mut Vec<[i128; 2]>, b: &[[i128; 2]]) {
     }
 }
 
-fn dense(array: &Array, start: u64, options: &Options) -> Result<Report> {
+fn dense(array: &Array, start: u64, options: &Options, checks: bool) -> Result<Report> {
     let schema = array.schema();
     let frags = array.fragments();
     let mut boxes = Vec::with_capacity(frags.len());
@@ -172,7 +247,7 @@ fn dense(array: &Array, start: u64, options: &Options) -> Result<Report> {
     }
     // Fragments before the range must not overlap the consolidated box (libtiledb's
     // anterior range).
-    if start > 0 {
+    if checks && start > 0 {
         let before = Array::open_between(array.storage().clone(), 0, start - 1)?;
         for f in before.fragments() {
             if let Some(ned) = &f.footer().non_empty_domain
@@ -184,7 +259,7 @@ fn dense(array: &Array, start: u64, options: &Options) -> Result<Report> {
     }
     // Amplification: the box may not hold more cells than the expanded domains together.
     let expanded: f64 = boxes.iter().map(|b| cells_of(&expand_to_tiles(schema, b))).sum();
-    if cells_of(&bbox) / expanded > 1.0 {
+    if checks && cells_of(&bbox) / expanded > 1.0 {
         return Ok(Report::default());
     }
     let name = consolidated_name(frags)?;

@@ -12,7 +12,7 @@
 //! [`vacuum`] then removes what a mode made obsolete, and only that.
 
 mod array_meta;
-mod commits;
+pub(crate) mod commits;
 mod fragment_meta;
 mod fragments;
 mod vacuum;
@@ -87,6 +87,22 @@ pub struct Report {
     /// The file or fragment written (none when there was nothing to consolidate); for a
     /// vacuum, the `.ign` file it wrote, if any.
     pub output: Option<String>,
+}
+
+/// Consolidates exactly the fragments `names` of the array at the root of `storage` into one
+/// (libtiledb's `tiledb_array_consolidate_fragments`, tiledb-py's
+/// `consolidate(uri, fragment_uris=...)`); names as `tessera fragments` shows them (a path or
+/// URI is taken by its last part). `options.range` does not apply.
+///
+/// # Errors
+/// [`crate::Error::InvalidQuery`] when a name is not a fragment the array shows, or, for a
+/// dense array, when an older fragment not listed overlaps the listed ones; storage errors.
+pub fn consolidate_fragments(
+    storage: Arc<dyn Storage>,
+    names: &[&str],
+    options: &Options,
+) -> Result<Report> {
+    fragments::consolidate_list(storage, names, options)
 }
 
 /// Consolidates the array at the root of `storage` in `mode`.
