@@ -41,7 +41,7 @@ pub mod write;
 pub use array::{Array, dirs};
 pub use delete::DeleteQuery;
 pub use directory::{ArrayDirectory, DeleteCommit};
-pub use error::{Error, Result};
+pub use error::{Corruption, Error, ErrorKind, Result};
 pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};
 pub use group::{Group, GroupMember, GroupWriter};
 pub use object::{ObjectType, object_type};
