@@ -45,8 +45,9 @@
 //!   (`xtask/fixtures/check_encrypted.py`); then the WebP conformance: the WebP arrays
 //!   libtiledb wrote (`testdata/webp`) read by `tessera`, and lossless WebP arrays `tessera`
 //!   writes read by libtiledb (`xtask/fixtures/check_webp.py`).
-//! * `test`: `cargo test --workspace` (with `TESSERA_S3_TESTS=1`, so the object-store tests
-//!   run against moto from the venv), then the doc check (`cargo doc --workspace --no-deps`
+//! * `test`: `cargo test --workspace`, then the facade's `ndarray` feature tests, then the S3
+//!   tests (`#[ignore]`d in plain `cargo test`: `cargo test --test s3 -- --ignored` of
+//!   tessera-object-store and tessera-cli, against moto from the venv), then the doc check (`cargo doc --workspace --no-deps`
 //!   with rustdoc warnings denied: broken intra-doc links fail), then `conformance`, then the
 //!   benchmarks' checks
 //!   (`cargo bench --no-run` of the criterion benchmarks, and `bench --smoke --runs 1`: every workload once on
@@ -89,7 +90,7 @@ mod writes;
 
 /// The packages of the reference environment. Changing this list rebuilds the venv.
 /// moto's S3 server is the emulator of the `s3` conformance step and of the object-store
-/// tests (`TESSERA_S3_TESTS=1`): `moto[s3]` with the two packages its server needs, not
+/// tests (`cargo test --test s3 -- --ignored`): `moto[s3]` with the two packages its server needs, not
 /// `moto[server]`, which pulls in every AWS service's dependencies (several hundred MB that
 /// a CI machine short of disk could not hold).
 /// pytest, pandas (tiledb-py's dataframes need pandas < 3) and pyarrow run the Python
@@ -286,11 +287,25 @@ fn real_main() -> Result<()> {
         Cmd::Test { cargo_args } => {
             let python = ensure_venv(&root)?;
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let mut cmd = Command::new(cargo);
+            let mut cmd = Command::new(&cargo);
             cmd.current_dir(&root).args(["test", "--workspace"]).args(&cargo_args);
-            // The object-store tests start moto's S3 server from the venv on loopback.
-            cmd.env("TESSERA_S3_TESTS", "1").env("TESSERA_S3_PYTHON", &python);
             run(&mut cmd, "cargo test --workspace")?;
+            // The facade's optional features (the ndarray round trips).
+            let mut cmd = Command::new(&cargo);
+            cmd.current_dir(&root).args(["test", "-p", "tessera", "--features", "ndarray"]);
+            run(cmd.args(&cargo_args), "cargo test -p tessera --features ndarray")?;
+            // The S3 tests are #[ignore]d in plain `cargo test`: they start moto's S3 server
+            // from the venv on loopback, here.
+            let dashes = cargo_args.iter().position(|a| a == "--").unwrap_or(cargo_args.len());
+            let (cargo_part, test_part) = cargo_args.split_at(dashes);
+            let mut cmd = Command::new(&cargo);
+            cmd.current_dir(&root)
+                .args(["test", "-p", "tessera-object-store", "-p", "tessera-cli", "--test", "s3"])
+                .args(cargo_part)
+                .args(["--", "--ignored"])
+                .args(test_part.iter().skip(1))
+                .env("TESSERA_S3_PYTHON", &python);
+            run(&mut cmd, "the S3 emulator tests (cargo test --test s3 -- --ignored)")?;
             doc_check(&root)?;
             conformance(&root, &[])?;
             bench_checks(&root)?;

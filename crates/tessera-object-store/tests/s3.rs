@@ -1,6 +1,6 @@
 //! The storage conformance suite and end-to-end array tests on a local S3 emulator (moto's
-//! server, started by the tests on loopback). They run only with `TESSERA_S3_TESTS=1`
-//! (`cargo xtask test` sets it); otherwise each test returns at once.
+//! server, started by the tests on loopback). They are `#[ignore]`d: `cargo xtask test` runs
+//! them with `--ignored`.
 
 // `read_ranges` takes a slice of ranges, so one-range arrays are what is meant.
 #![allow(clippy::single_range_in_vec_init)]
@@ -11,16 +11,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tessera::layers::query::consolidate::{self, Mode, Options};
 use tessera::{Array, ArraySchema, ArrayType, Attribute, Datatype, Dimension, Storage};
 use tessera_object_store::ObjectStoreStorage;
-use tessera_object_store::emulator::{S3Emulator, tests_enabled};
+use tessera_object_store::emulator::S3Emulator;
 
 const BUCKET: &str = "tessera-tests";
 
-/// The shared emulator with the test bucket, or `None` when the tests are off.
+/// The shared emulator with the test bucket (always `Some`: the tests that need it are
+/// `#[ignore]`d, so plain `cargo test` does not get here).
 fn emulator() -> Option<&'static S3Emulator> {
-    if !tests_enabled() {
-        eprintln!("skipped: set TESSERA_S3_TESTS=1 to run the S3 emulator tests");
-        return None;
-    }
     let s3 = S3Emulator::shared().expect("the S3 emulator (moto) should start");
     s3.create_bucket(BUCKET).expect("create the test bucket");
     Some(s3)
@@ -34,13 +31,14 @@ fn fresh(s3: &S3Emulator, what: &str) -> ObjectStoreStorage {
     s3.storage(&uri).expect("a storage on the emulator")
 }
 
-/// One `#[test]` per suite function, each skipped unless the emulator tests are on.
+/// One `#[test]` per suite function, each `#[ignore]`d as it needs the emulator.
 macro_rules! suite {
     ($($name:ident),* $(,)?) => {
         mod conformance {
             use super::*;
             $(
                 #[test]
+                #[ignore = "needs the S3 emulator (moto): `cargo xtask test` runs it with --ignored"]
                 fn $name() {
                     let Some(s3) = emulator() else { return };
                     let storage = fresh(s3, stringify!($name));
@@ -88,6 +86,7 @@ suite!(
 );
 
 #[test]
+#[ignore = "needs the S3 emulator (moto): `cargo xtask test` runs it with --ignored"]
 fn suite_with_no_coalescing() {
     let Some(s3) = emulator() else { return };
     let storage = fresh(s3, "gap0").with_coalesce_gap(0).with_concurrency(1);
@@ -96,6 +95,7 @@ fn suite_with_no_coalescing() {
 }
 
 #[test]
+#[ignore = "needs the S3 emulator (moto): `cargo xtask test` runs it with --ignored"]
 fn large_objects_go_up_in_parts() {
     let Some(s3) = emulator() else { return };
     let storage = fresh(s3, "multipart").with_part_size(5 * 1024 * 1024);
@@ -119,6 +119,7 @@ fn large_objects_go_up_in_parts() {
 }
 
 #[test]
+#[ignore = "needs the S3 emulator (moto): `cargo xtask test` runs it with --ignored"]
 fn works_from_inside_a_tokio_runtime() {
     let Some(s3) = emulator() else { return };
     let storage: Arc<dyn Storage> = Arc::new(fresh(s3, "tokio"));
@@ -141,6 +142,7 @@ fn works_from_inside_a_tokio_runtime() {
 }
 
 #[test]
+#[ignore = "needs the S3 emulator (moto): `cargo xtask test` runs it with --ignored"]
 fn directories_are_prefixes() {
     let Some(s3) = emulator() else { return };
     let storage = fresh(s3, "dirs");
@@ -202,6 +204,7 @@ fn column_f64(result: &tessera::ReadResult, name: &str) -> Vec<f64> {
 }
 
 #[test]
+#[ignore = "needs the S3 emulator (moto): `cargo xtask test` runs it with --ignored"]
 fn arrays_end_to_end() {
     let Some(s3) = emulator() else { return };
     let storage: Arc<dyn Storage> = Arc::new(fresh(s3, "array"));

@@ -43,7 +43,7 @@ pub mod write;
 pub use array::{Array, dirs};
 pub use delete::DeleteQuery;
 pub use directory::{ArrayDirectory, DeleteCommit};
-pub use error::{Error, Result};
+pub use error::{Corruption, Error, ErrorKind, Result};
 pub use evolve::{evolve, latest_schema};
 pub use fragment::{FRAGMENT_METADATA_FILE, Fragment};
 pub use group::{Group, GroupMember, GroupWriter};

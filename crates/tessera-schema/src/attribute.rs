@@ -1,7 +1,7 @@
 //! Attributes: the values stored in each cell.
 
 use tessera_filters::FilterPipeline;
-use tessera_types::{CELL_VAL_NUM_VAR, DataOrder, Datatype};
+use tessera_types::{CELL_VAL_NUM_VAR, CellValNum, DataOrder, Datatype};
 
 use crate::parse::{
     PResult, boolf, bytes, datatype, enum_u8, fail, pipeline, string_u32, u32f, u64f,
@@ -54,10 +54,12 @@ impl Attribute {
         a
     }
 
-    /// Sets the values per cell (or [`CELL_VAL_NUM_VAR`]), resetting the fill to the default.
+    /// Sets the values per cell, [`CellValNum::Fixed`] or [`CellValNum::Var`] (a `u32` is
+    /// taken as stored on disk, [`CELL_VAL_NUM_VAR`] meaning var-sized), resetting the fill
+    /// to the default.
     #[must_use]
-    pub fn cell_val_num(mut self, n: u32) -> Self {
-        self.cell_val_num = n;
+    pub fn cell_val_num(mut self, n: impl Into<CellValNum>) -> Self {
+        self.cell_val_num = n.into().into();
         self.fill_value = self.default_fill_value();
         self
     }
@@ -80,6 +82,11 @@ impl Attribute {
     pub fn filters(mut self, filters: FilterPipeline) -> Self {
         self.filters = filters;
         self
+    }
+
+    /// The values per cell.
+    pub fn values_per_cell(&self) -> CellValNum {
+        self.cell_val_num.into()
     }
 
     /// Whether cells are var-sized.

@@ -88,6 +88,11 @@ impl Dimension {
         out
     }
 
+    /// The values per coordinate: one, or var-sized for string dimensions.
+    pub fn values_per_cell(&self) -> tessera_types::CellValNum {
+        self.cell_val_num.into()
+    }
+
     /// Whether coordinates are var-sized (string dimensions).
     pub fn is_var(&self) -> bool {
         self.cell_val_num == CELL_VAL_NUM_VAR

@@ -14,6 +14,7 @@
 //! assert_eq!(t.name(), "datetime_ms");
 //! ```
 
+mod cell_val_num;
 mod compare;
 mod constants;
 mod datatype;
@@ -22,8 +23,10 @@ mod error;
 mod key;
 pub mod names;
 mod primitive;
+mod read_layout;
 mod reader;
 
+pub use cell_val_num::CellValNum;
 pub use compare::compare;
 pub use constants::*;
 pub use datatype::Datatype;
@@ -34,4 +37,5 @@ pub use enums::{
 pub use error::{Error, Result};
 pub use key::{ENCRYPTION_KEY_LEN, EncryptionKey};
 pub use primitive::Primitive;
+pub use read_layout::ReadLayout;
 pub use reader::ByteReader;

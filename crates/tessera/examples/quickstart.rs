@@ -8,15 +8,14 @@
 //! The arrays are ordinary TileDB arrays: open them with libtiledb (tiledb-py) or with the
 //! `tessera` command line (`tessera info FOLDER/dense`).
 
-use std::error::Error;
 use std::path::PathBuf;
 
 use tessera::{
-    Aggregate, ArraySchema, ArrayType, Attribute, Datatype, Dimension, Filter, FilterPipeline,
-    Layout, Points,
+    Aggregate, ArraySchema, ArrayType, Attribute, CellValNum, Datatype, Dimension, Filter,
+    FilterPipeline, Layout, Points,
 };
 
-fn main() -> Result<(), Box<dyn Error>> {
+fn main() -> tessera::Result<()> {
     let folder =
         PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "quickstart-arrays".into()));
     std::fs::create_dir_all(&folder)?;
@@ -81,7 +80,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         .dimension(Dimension::new("x", Datatype::Int64).domain_i64(0, 9999).tile_i64(1000))
         .dimension(Dimension::new("y", Datatype::Int64).domain_i64(0, 9999).tile_i64(1000))
         .attribute(Attribute::new("value", Datatype::Float64))
-        .attribute(Attribute::new("name", Datatype::StringUtf8).cell_val_num(u32::MAX))
+        .attribute(Attribute::new("name", Datatype::StringUtf8).cell_val_num(CellValNum::Var))
         .capacity(1000)
         .build()?;
     tessera::create(&sparse, &schema)?;

@@ -11,7 +11,7 @@
 //! tessera::create_group(g.join("ms"))?;
 //! tessera::add_member(&g, "ms", true, Some("ms"))?; // relative to the group's folder
 //! let mut session = tessera::group_writer(&g, None)?;
-//! session.metadata().put("title", tessera::layers::query::metadata::MetadataValue::utf8("demo")?)?;
+//! session.metadata().put("title", tessera::MetadataValue::utf8("demo")?)?;
 //! session.commit()?;
 //!
 //! let group = tessera::open_group(&g)?;
@@ -20,7 +20,7 @@
 //! assert_eq!(tessera::member_path(&g, ms)?, g.join("ms"));
 //! assert_eq!(tessera::object_type(g.join("ms"))?, ObjectType::Group);
 //! assert!(group.metadata()?.contains_key("title"));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok::<(), tessera::Error>(())
 //! ```
 
 use std::path::{Component, Path, PathBuf};
@@ -28,7 +28,7 @@ use std::path::{Component, Path, PathBuf};
 use tessera_query::group::{Group, GroupMember, GroupWriter};
 use tessera_query::{Error, ObjectType, Result};
 
-use crate::local;
+use crate::{existing, local};
 
 /// Creates an empty group in the folder `path` (created if missing).
 ///
@@ -43,7 +43,7 @@ pub fn create_group(path: impl AsRef<Path>) -> Result<()> {
 /// # Errors
 /// When there is no group there or a details file is corrupt (naming it).
 pub fn open_group(path: impl AsRef<Path>) -> Result<Group> {
-    Group::open(local(path))
+    Group::open(existing(path, "group")?)
 }
 
 /// Opens the group in the folder `path` as it was at `timestamp` (ms since the epoch).
@@ -51,7 +51,7 @@ pub fn open_group(path: impl AsRef<Path>) -> Result<Group> {
 /// # Errors
 /// As [`open_group`].
 pub fn open_group_at(path: impl AsRef<Path>, timestamp: u64) -> Result<Group> {
-    Group::open_at(local(path), timestamp)
+    Group::open_at(existing(path, "group")?, timestamp)
 }
 
 /// Opens the group in the folder `path` for the timestamp range `[start, end]` (ms).
@@ -59,7 +59,7 @@ pub fn open_group_at(path: impl AsRef<Path>, timestamp: u64) -> Result<Group> {
 /// # Errors
 /// As [`open_group`].
 pub fn open_group_between(path: impl AsRef<Path>, start: u64, end: u64) -> Result<Group> {
-    Group::open_between(local(path), start, end)
+    Group::open_between(existing(path, "group")?, start, end)
 }
 
 /// What the folder `path` holds: an array, a group, or nothing TileDB knows

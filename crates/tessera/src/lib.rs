@@ -27,13 +27,30 @@
 //! let box_10 = array.read().range_i64("rows", 1, 10).range_i64("cols", 1, 10);
 //! let stats = box_10.aggregate(&[tessera::Aggregate::count(), "max(a)".parse()?])?;
 //! assert_eq!((stats[0].as_f64(), stats[1].to_string()), (Some(100.0), "\"NaN\"".into()));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok::<(), tessera::Error>(())
+//! ```
+//!
+//! # Errors
+//!
+//! Every fallible call returns the one [`Error`], whichever layer failed; [`Error::kind`] says
+//! what happened in terms a caller acts on, and [`Error::corruption`] where a file is corrupt:
+//!
+//! ```
+//! use tessera::{Error, ErrorKind};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let err = tessera::open(dir.path().join("missing")).unwrap_err();
+//! assert!(matches!(err, Error::NotFound { .. }));
+//! assert_eq!(err.kind(), ErrorKind::NotFound);
+//! # Ok::<(), Error>(())
 //! ```
 
 use std::path::Path;
 use std::sync::Arc;
 
 mod group;
+#[cfg(feature = "ndarray")]
+pub mod nd;
 
 pub use group::{
     add_member, consolidate_group_metadata, create_group, delete_group, file_uri, group_writer,
@@ -41,17 +58,29 @@ pub use group::{
     open_group_between, remove_member, uri_path, vacuum_group_metadata,
 };
 pub use tessera_filters::{Filter, FilterPipeline};
-pub use tessera_query::aggregate::{Aggregate, AggregateValue};
-pub use tessera_query::group::GroupCommit;
-pub use tessera_query::{
-    Array, CellValue, Column, Error, Fragment, FragmentWrite, Group, GroupMember, GroupWriter,
-    ObjectType, Points, ReadResult, Result, WriteQuery,
+pub use tessera_fragment::{Footer, FragmentName};
+pub use tessera_query::aggregate::{Aggregate, AggregateOp, AggregateValue};
+pub use tessera_query::condition::QueryCondition;
+/// Consolidation and vacuuming of fragments, commits and metadata.
+pub use tessera_query::consolidate;
+pub use tessera_query::group::{GroupCommit, GroupDetails};
+pub use tessera_query::metadata::{
+    ArrayMetadata, MetadataEntry, MetadataFile, MetadataValue, MetadataWriter,
 };
+/// Checks of an array's files against each other.
+pub use tessera_query::verify;
+pub use tessera_query::{
+    Array, ArrayDirectory, Batches, CellValue, Column, Corruption, DeleteCommit, DeleteQuery,
+    Error, ErrorKind, Fragment, FragmentWrite, Group, GroupMember, GroupWriter, ObjectType, Points,
+    ReadQuery, ReadResult, Result, WriteQuery,
+};
+pub use tessera_rtree::RTree;
 pub use tessera_schema::{
     ArraySchema, Attribute, CurrentDomain, Dimension, Enumeration, EnumerationRef, SchemaEvolution,
 };
 pub use tessera_storage::{LocalStorage, MemoryStorage, Storage};
-pub use tessera_types::{ArrayType, Datatype, Layout};
+pub use tessera_types::names::TimestampedName;
+pub use tessera_types::{ArrayType, CellValNum, Datatype, Layout, ReadLayout};
 
 /// The layers, for users who need more than the facade.
 pub mod layers {
@@ -90,7 +119,7 @@ pub fn create_with_enumerations(
 /// # Errors
 /// As [`open`].
 pub fn open_at(path: impl AsRef<Path>, timestamp: u64) -> Result<Array> {
-    Array::open_at(local(path), timestamp)
+    Array::open_at(existing(path, "array")?, timestamp)
 }
 
 /// Opens the array in the folder `path` for the timestamp range `[start, end]` (ms).
@@ -98,15 +127,27 @@ pub fn open_at(path: impl AsRef<Path>, timestamp: u64) -> Result<Array> {
 /// # Errors
 /// As [`open_at`].
 pub fn open_between(path: impl AsRef<Path>, start: u64, end: u64) -> Result<Array> {
-    Array::open_between(local(path), start, end)
+    Array::open_between(existing(path, "array")?, start, end)
 }
 
 /// Opens the array in the folder `path` with its newest schema.
 ///
 /// # Errors
-/// When there is no array, its format version is not supported, or a file is corrupt.
+/// [`Error::NotFound`] when `path` does not exist, [`Error::NotAnArray`] when it holds no
+/// array; when its format version is not supported, or a file is corrupt.
 pub fn open(path: impl AsRef<Path>) -> Result<Array> {
-    Array::open(local(path))
+    Array::open(existing(path, "array")?)
+}
+
+/// The storage of the folder `path`, or [`Error::NotFound`] when there is no such folder.
+fn existing(path: impl AsRef<Path>, object: &'static str) -> Result<Arc<dyn Storage>> {
+    let path = path.as_ref();
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::NotFound { object, path: path.display().to_string() })
+        }
+        _ => Ok(local(path)),
+    }
 }
 
 /// Applies a schema evolution to the array in the folder `path` (one new schema file under

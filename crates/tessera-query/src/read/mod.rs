@@ -238,11 +238,12 @@ impl<'a> ReadQuery<'a> {
         self
     }
 
-    /// The order of the cells: [`Layout::RowMajor`], [`Layout::ColMajor`],
-    /// [`Layout::GlobalOrder`] or [`Layout::Unordered`] (the default is row-major for dense
-    /// arrays and global order for sparse ones).
-    pub fn layout(mut self, layout: Layout) -> Self {
-        self.layout = Some(layout);
+    /// The order of the cells: a [`ReadLayout`](tessera_types::ReadLayout) (row-major,
+    /// col-major, global order or unordered; the default is row-major for dense arrays and
+    /// global order for sparse ones). A [`Layout`] is taken too, and
+    /// [`Layout::Hilbert`] refused when the query runs.
+    pub fn layout(mut self, layout: impl Into<Layout>) -> Self {
+        self.layout = Some(layout.into());
         self
     }
 

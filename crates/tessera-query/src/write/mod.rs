@@ -66,6 +66,7 @@ impl Array {
             layout: None,
             timestamp: None,
             columns: Vec::new(),
+            validity: Vec::new(),
         }
     }
 }
@@ -82,6 +83,8 @@ pub struct WriteQuery<'a> {
     layout: Option<Layout>,
     timestamp: Option<u64>,
     columns: Vec<Column>,
+    /// Validity given before its column's values, attached when they come.
+    validity: Vec<(String, Vec<u8>)>,
 }
 
 impl<'a> WriteQuery<'a> {
@@ -133,8 +136,13 @@ impl<'a> WriteQuery<'a> {
     /// Adds the cells of one dimension or attribute (replacing an earlier column of the same
     /// name). The column's datatype and cell size must match the field's; var-sized fields
     /// give offsets and nullable attributes validity.
-    pub fn column(mut self, column: Column) -> Self {
+    pub fn column(mut self, mut column: Column) -> Self {
         self.columns.retain(|c| c.name != column.name);
+        if column.validity.is_none()
+            && let Some(i) = self.validity.iter().position(|(n, _)| *n == column.name)
+        {
+            column.validity = Some(self.validity.swap_remove(i).1);
+        }
         self.columns.push(column);
         self
     }
@@ -180,11 +188,15 @@ impl<'a> WriteQuery<'a> {
         self.column(column)
     }
 
-    /// Sets the validity of a nullable attribute's column added earlier: one byte per cell,
-    /// 0 = null.
+    /// Sets the validity of a nullable attribute's column: one byte per cell, 0 = null.
+    /// Before or after the column's values, in either order; validity for a field whose
+    /// values never come is an [`Error::InvalidWrite`] at [`Self::submit`].
     pub fn validity(mut self, name: &str, validity: Vec<u8>) -> Self {
         if let Some(c) = self.columns.iter_mut().find(|c| c.name == name) {
             c.validity = Some(validity);
+        } else {
+            self.validity.retain(|(n, _)| n != name);
+            self.validity.push((name.to_owned(), validity));
         }
         self
     }
@@ -219,6 +231,9 @@ impl<'a> WriteQuery<'a> {
     }
 
     fn begin_inner(self) -> Result<FragmentWrite<'a>> {
+        if let Some((name, _)) = self.validity.first() {
+            return Err(Error::InvalidWrite(format!("validity for {name:?} without its values")));
+        }
         let array = self.array;
         let schema = array.schema();
         let dense = schema.is_dense();

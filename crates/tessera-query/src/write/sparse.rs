@@ -37,7 +37,7 @@ fn show_cell(schema: &ArraySchema, dims: &[&FieldCells], i: usize) -> String {
 /// Checks every coordinate against its dimension's domain and the current domain.
 ///
 /// # Errors
-/// [`Error::InvalidWrite`] naming the first coordinate out of bounds, as libtiledb words it.
+/// [`Error::OutOfDomain`] naming the first coordinate out of bounds, as libtiledb words it.
 pub(crate) fn check_bounds(schema: &ArraySchema, dims: &[&FieldCells]) -> Result<()> {
     for (d, (dim, cells)) in schema.dimensions.iter().zip(dims).enumerate() {
         let dt = tessera_fragment::dim_types(schema)[d];
@@ -56,13 +56,16 @@ pub(crate) fn check_bounds(schema: &ArraySchema, dims: &[&FieldCells]) -> Result
             });
             if let Some(i) = bad {
                 let s = |b: &[u8]| show(dim.datatype, dim.is_var(), b);
-                return Err(Error::InvalidWrite(format!(
-                    "Coordinate {} is out of {what} bounds [{}, {}] on dimension '{}'",
-                    s(cells.cell(i)),
-                    s(lo),
-                    s(hi),
-                    dim.name
-                )));
+                return Err(Error::OutOfDomain {
+                    dimension: dim.name.clone(),
+                    message: format!(
+                        "Coordinate {} is out of {what} bounds [{}, {}] on dimension '{}'",
+                        s(cells.cell(i)),
+                        s(lo),
+                        s(hi),
+                        dim.name
+                    ),
+                });
             }
         }
     }
@@ -335,7 +338,7 @@ fn sort_keys<const W: usize>(
 
 /// The message libtiledb gives for a duplicate.
 pub(crate) fn duplicate_error(schema: &ArraySchema, dims: &[&FieldCells], i: usize) -> Error {
-    Error::InvalidWrite(format!(
+    Error::DuplicateCoordinates(format!(
         "Duplicate coordinates {} are not allowed",
         show_cell(schema, dims, i)
     ))

@@ -2,7 +2,7 @@
 //! (`tests/data/read/expected.jsonl`, written by `gen_expected.py` with the reference venv),
 //! and sparse multi-range reads checked against the full read filtered here.
 
-mod common;
+use crate::common;
 
 use std::cmp::Ordering;
 

@@ -8,7 +8,7 @@
 //! the unbounded read, and aggregates computed from tile metadata against aggregates computed
 //! from the cells alone.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! fill value; reads at an earlier time use the schema in force then (libtiledb's results in
 //! `tests/data/read/evolved.jsonl`, from `gen_evolved.py`).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-mod common;
+use crate::common;
 
 use common::failing::Failing;
 use tessera_query::Array;

@@ -3,8 +3,8 @@
 //! against the `.con` libtiledb wrote for `commits_consolidated`), and the arrays read the
 //! same before, after consolidation and after vacuum at every time.
 
-mod common;
-mod consolidate_common;
+use crate::common;
+use crate::consolidate_common;
 
 use bytes::Bytes;
 use consolidate_common::*;

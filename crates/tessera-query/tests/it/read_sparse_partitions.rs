@@ -4,7 +4,7 @@
 //! they match libtiledb, and the decoded tiles they hold stay near the budget even on an
 //! array whose every tile spans the domain.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::Arc;

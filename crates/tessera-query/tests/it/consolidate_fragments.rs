@@ -110,7 +110,7 @@ fn consolidated_fixtures_read_the_same() {
     assert!(checked > 30, "{checked} arrays");
 }
 
-mod common;
+use crate::common;
 
 /// A consolidation interrupted at any point (a storage failure at each write in turn) leaves
 /// the array reading as before.

@@ -3,7 +3,7 @@
 //! conditions, field selection, several fragments), libtiledb's values of the fixtures at the
 //! same coordinates, and the errors.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::Arc;

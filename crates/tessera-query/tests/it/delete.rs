@@ -1,7 +1,7 @@
 //! Deletes written by Tessera ([`Array::delete`]): libtiledb's `.del` files byte for byte, the
 //! cells they hide (libtiledb's reads of the same deletes), and the deletes libtiledb refuses.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

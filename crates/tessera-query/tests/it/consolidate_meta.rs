@@ -3,8 +3,7 @@
 //! files are libtiledb's (the `.meta` payload checked against libtiledb's own file), readers
 //! use them, and the arrays read the same at every time.
 
-mod common;
-mod consolidate_common;
+use crate::consolidate_common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! latest time and at the earlier times the manifests list (delete commits applied), compared
 //! cell for cell with what libtiledb read.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value as Json;

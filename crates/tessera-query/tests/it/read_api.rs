@@ -1,7 +1,7 @@
 //! The read API: field selection, layouts, empty arrays, and errors (bad names, ranges,
 //! layouts, corrupt tiles).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

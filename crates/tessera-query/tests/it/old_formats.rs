@@ -4,7 +4,7 @@
 //! subarray reads must equal what the release itself (libtiledb 2.30 for the repository's
 //! arrays) reported, as stored in `<name>.expected.json`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

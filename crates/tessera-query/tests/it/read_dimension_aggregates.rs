@@ -2,7 +2,7 @@
 //! checked against values libtiledb computed, against the same aggregates computed here
 //! from a read of the same cells, and between the tile-metadata and decoding paths.
 
-mod common;
+use crate::common;
 
 use std::ops::Range;
 use std::sync::{Arc, Mutex};

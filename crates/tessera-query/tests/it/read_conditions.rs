@@ -3,7 +3,7 @@
 //! result), tiles whose metadata rules out every cell are not read, and aggregates answered
 //! from tile metadata read no data tiles.
 
-mod common;
+use crate::common;
 
 use std::ops::Range;
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! the same cells (or, for a read whose fragments a vacuum removed after it opened the
 //! array, a clear error); writers started at once each make their own fragment.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! libtiledb's, the member arrays read equal to libtiledb's cells, and groups Tessera writes
 //! (into copies and new folders) read back as libtiledb would read them.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
