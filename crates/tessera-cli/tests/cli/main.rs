@@ -11,6 +11,7 @@ mod concurrency;
 mod consolidate;
 mod fragments;
 mod groups;
+mod lifecycle;
 mod meta;
 mod points;
 mod queries;

@@ -3,7 +3,7 @@
 //! read of them, lossless ones equal to the pixels written; and lossless arrays Tessera
 //! writes read back exactly.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! read back, wrong and missing keys are clear errors naming the file, and arrays Tessera
 //! writes with a key (including consolidation and vacuum) read back with it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;
