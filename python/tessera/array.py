@@ -712,11 +712,26 @@ class Array:
     # -- lifecycle ---------------------------------------------------------------------------
     @staticmethod
     def delete_array(uri, ctx=None):
-        raise _tessera.NotSupportedError("deleting arrays is not supported yet")
+        """Deletes the array at ``uri``: what libtiledb's ``tiledb_array_delete`` removes, in
+        its order."""
+        if _tessera.object_type(str(uri)) != "array":
+            raise TileDBError(f"[TileDB::Array] Error: Cannot delete array; Array does not exist: {uri}")
+        _tessera.delete_array(str(uri))
 
     @staticmethod
-    def delete_fragments(uri, timestamp_start, timestamp_end, ctx=None):
-        raise _tessera.NotSupportedError("deleting fragments is not supported yet")
+    def delete_fragments(uri, timestamp_start, timestamp_end=None, ctx=None):
+        """Deletes the fragments written in ``[timestamp_start, timestamp_end]`` (or, given a
+        list of fragment names or URIs, those), as libtiledb (fragments inside a consolidated
+        commit through ``.ign`` files)."""
+        if isinstance(timestamp_start, (list, tuple)) and timestamp_end is None:
+            _tessera.delete_fragments(str(uri), None, None, [str(f) for f in timestamp_start])
+            return
+        _tessera.delete_fragments(str(uri), int(timestamp_start), int(timestamp_end))
+
+    def upgrade_version(self, config=None):
+        """Rewrites the schema of an array written by an older TileDB at format 22 (and makes
+        the folders of format 12 and later), as libtiledb's ``upgrade_version``."""
+        _tessera.upgrade_version(self._uri)
 
 
 class DenseArray(Array):

@@ -207,7 +207,15 @@ class Group:
 
     @staticmethod
     def delete_group(uri: str, recursive: bool = False, ctx=None) -> None:
-        raise _tessera.NotSupportedError("deleting groups is not supported yet")
+        """Deletes the group at ``uri`` (and, ``recursive``, its members), as libtiledb."""
+        _tessera.delete_group(str(uri), recursive)
+
+    def delete(self, recursive: bool = False) -> None:
+        """Deletes this group (opened in mode ``'m'``), as tiledb-py's ``Group.delete``."""
+        if self._mode != "m":
+            raise TileDBError("Group must be opened in modify mode ('m') to be deleted")
+        _tessera.delete_group(self._uri, recursive)
+        self._isopen = False
 
     @staticmethod
     def consolidate_metadata(uri: str, config=None, ctx=None) -> None:

@@ -37,7 +37,9 @@ def consolidate(uri, config=None, ctx=None, fragment_uris=None, timestamp=None, 
     key = _key_bytes(key, cfg)
     mode = cfg.get("sm.consolidation.mode", "fragments")
     if fragment_uris is not None:
-        raise _tessera.NotSupportedError("consolidating a chosen list of fragments (fragment_uris=) is not supported yet")
+        # the fragments' names (URIs work too), merged into one as libtiledb does
+        _tessera.consolidate_fragments(str(uri), [str(f).rstrip("/") for f in fragment_uris], key)
+        return str(uri)
     start = end = None
     if timestamp is not None:
         start, end = timestamp

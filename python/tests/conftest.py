@@ -81,7 +81,6 @@ def pytest_report_header(config):
 # run as non-strict xfails for tessera, so that a fix shows up as XPASS. Keys are node-id
 # test functions, relative to python/tests (every case of the function).
 KNOWN_GAPS = {
-    'test_consolidate.py::test_consolidate_fragment_uris': 'consolidating a chosen list of fragments (the lifecycle issue)',
 }
 
 
