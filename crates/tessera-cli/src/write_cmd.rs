@@ -64,6 +64,7 @@ pub(crate) fn run(array: &Array, args: &WriteArgs) -> Result<()> {
     } else {
         None
     };
+    let spinner = crate::progress::spinner(format!("parsing {} bytes of cells", text.len()));
     let columns =
         parse_cells(schema, array.enumerations(), &text, subarray.as_ref(), args.enum_codes)
             .with_context(|| {
@@ -85,10 +86,16 @@ pub(crate) fn run(array: &Array, args: &WriteArgs) -> Result<()> {
     if let Some(t) = args.timestamp {
         q = q.timestamp(t);
     }
+    if let (Some(bar), Some(c)) = (&spinner, columns.first()) {
+        bar.set_message(format!("writing {} cells", c.len()));
+    }
     for c in columns {
         q = q.column(c);
     }
     q.submit()?;
+    if let Some(bar) = spinner {
+        bar.finish_and_clear();
+    }
     Ok(())
 }
 

@@ -12,6 +12,7 @@ mod consolidate;
 mod fragments;
 mod groups;
 mod meta;
+mod pictures;
 mod points;
 mod queries;
 mod schema;
