@@ -5,6 +5,7 @@ tiledb-py on a twin, then both read by both."""
 
 import os
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -59,8 +60,10 @@ def _evolve(mod, uri, ts):
 
 def test_schema_evolution_as_libtiledb(tmp_path):
     ours, theirs = _twins(tmp_path)
-    _evolve(engine, ours, 10)
-    _evolve(tiledb, theirs, 10)
+    # after the schema's creation (which has the time it was created at)
+    ts = int(time.time() * 1000) + 1
+    _evolve(engine, ours, ts)
+    _evolve(tiledb, theirs, ts)
     got, got_schema = _reads(ours)
     want, want_schema = _reads(theirs)
     assert got_schema == want_schema
@@ -70,7 +73,7 @@ def test_schema_evolution_as_libtiledb(tmp_path):
     with tiledb.open(ours) as R:
         assert list(R.enum("colors").values()) == ["red", "green", "blue"]
     # the write after the evolution uses the new schema, in both engines' reads
-    with engine.open(ours, "w", timestamp=11) as W:
+    with engine.open(ours, "w", timestamp=ts + 1) as W:
         W[np.array([90])] = {"v": np.array([9.0]), "c": np.array([2], dtype=np.int8), "new": np.array([7.0], dtype=np.float32)}
     with tiledb.open(ours) as R:
         assert R[90:91]["c"].tolist() == ["blue"]

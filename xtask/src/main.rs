@@ -47,8 +47,10 @@
 //!   writes read by libtiledb (`xtask/fixtures/check_webp.py`).
 //! * `test`: `cargo test --workspace`, then the facade's `ndarray` feature tests, then the S3
 //!   tests (`#[ignore]`d in plain `cargo test`: `cargo test --test s3 -- --ignored` of
-//!   tessera-object-store and tessera-cli, against moto from the venv), then the doc check (`cargo doc --workspace --no-deps`
-//!   with rustdoc warnings denied: broken intra-doc links fail), then `conformance`, then the
+//!   tessera-object-store and tessera-cli, against moto from the venv), then the doc check
+//!   (`cargo doc --workspace --no-deps` with rustdoc warnings denied: broken intra-doc links
+//!   fail), then every `tessera` command of the README's `sh` blocks against `testdata`
+//!   (`readme.rs`), then `conformance`, then the
 //!   benchmarks' checks
 //!   (`cargo bench --no-run` of the criterion benchmarks, and `bench --smoke --runs 1`: every workload once on
 //!   tiny arrays, both engines' results compared, nothing timed against a limit). This is the
@@ -86,6 +88,7 @@ use clap::{Parser, Subcommand};
 mod bad;
 mod fuzz;
 mod old;
+mod readme;
 mod writes;
 
 /// The packages of the reference environment. Changing this list rebuilds the venv.
@@ -307,6 +310,8 @@ fn real_main() -> Result<()> {
                 .env("TESSERA_S3_PYTHON", &python);
             run(&mut cmd, "the S3 emulator tests (cargo test --test s3 -- --ignored)")?;
             doc_check(&root)?;
+            let tessera = build_cli(&root)?;
+            readme::run_readme_commands(&root, &tessera, &target_dir(&root))?;
             conformance(&root, &[])?;
             bench_checks(&root)?;
             python_checks(&root, &python)?;

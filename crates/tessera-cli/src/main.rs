@@ -29,11 +29,18 @@ mod cells;
 mod cells_input;
 mod consolidate_cmd;
 mod evolve_cmd;
+#[cfg(feature = "export")]
+mod export;
+#[cfg(not(feature = "export"))]
+#[path = "export_disabled.rs"]
+mod export;
 mod fragments_cmd;
 mod group_cmd;
 mod location;
 mod ls_cmd;
 mod meta_cmd;
+mod picture;
+mod progress;
 mod read_cmd;
 mod schema_cmd;
 #[cfg(feature = "sql")]
@@ -83,11 +90,33 @@ enum Command {
         /// The array's folder.
         array: PathBuf,
         /// Print the JSON of docs/cli.md instead of a table.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "svg")]
         json: bool,
+        /// Draw each fragment's non-empty domain over the array's domain (first two
+        /// dimensions), coloured by timestamp, as an SVG file.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
         /// Open the array as it was at this time (ms since the epoch).
         #[arg(long)]
         at: Option<u64>,
+    },
+    /// Draw an attribute as a PNG: a 2-D slice of a dense array as a heat map with a colour
+    /// bar, sparse cells as a scatter coloured by the value.
+    Show {
+        /// The array's folder.
+        array: PathBuf,
+        /// The attribute (one number per cell).
+        #[arg(long)]
+        attr: String,
+        /// `DIM=LO:HI` (inclusive; repeat): the slice to draw (all but two dimensions fixed).
+        #[arg(long = "range", value_name = "DIM=LO:HI")]
+        ranges: Vec<String>,
+        /// Open the array as it was at this time (ms since the epoch).
+        #[arg(long)]
+        at: Option<u64>,
+        /// The PNG file to write.
+        #[arg(long, value_name = "FILE")]
+        png: PathBuf,
     },
     /// Show the physical layout: per fragment and field, the files and their tiles.
     Layout {
@@ -310,9 +339,15 @@ fn run(cli: Cli) -> Result<()> {
                 fragments_cmd::info(&opened).with_context(|| array.display().to_string())?
             )?;
         }
-        Command::Fragments { array, json, at } => {
+        Command::Fragments { array, json, svg, at } => {
             let opened = open(&array, at)?;
-            let text = if json {
+            let text = if let Some(svg) = svg {
+                let name = array.file_name().unwrap_or_default().to_string_lossy();
+                let text = picture::fragments_svg(&opened, &name)
+                    .with_context(|| array.display().to_string())?;
+                std::fs::write(&svg, text).with_context(|| svg.display().to_string())?;
+                format!("wrote {}: {} fragments", svg.display(), opened.fragments().len())
+            } else if json {
                 serde_json::to_string(
                     &fragments_cmd::fragments_json(&opened)
                         .with_context(|| array.display().to_string())?,
@@ -322,6 +357,23 @@ fn run(cli: Cli) -> Result<()> {
                     .with_context(|| array.display().to_string())?
             };
             outln!("{text}")?;
+        }
+        Command::Show { array, attr, ranges, at, png } => {
+            let opened = open(&array, at)?;
+            let name = array.file_name().unwrap_or_default().to_string_lossy();
+            let shown = read_cmd::with_ranges(opened.schema(), opened.read(), &ranges)
+                .and_then(|q| Ok(q.attributes([attr.as_str()]).with_coordinates(true).execute()?))
+                .and_then(|cells| picture::show_png(&opened, &name, &cells, &attr, &png))
+                .with_context(|| array.display().to_string())?;
+            outln!(
+                "wrote {}: {} x {} pixels, {} cells, {attr} from {} (bottom of the bar) to {} (top)",
+                png.display(),
+                shown.size.0,
+                shown.size.1,
+                shown.cells,
+                shown.range.0,
+                shown.range.1
+            )?;
         }
         Command::Layout { array, json } => {
             let opened = open(&array, None)?;

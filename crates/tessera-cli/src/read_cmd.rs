@@ -36,6 +36,10 @@ pub(crate) enum FormatArg {
     Csv,
     /// Aligned columns for people.
     Table,
+    /// An Arrow IPC file (needs `--output`).
+    Arrow,
+    /// A Parquet file (needs `--output`).
+    Parquet,
 }
 
 /// The options of `tessera read`.
@@ -64,6 +68,9 @@ pub(crate) struct ReadArgs {
     /// Output format (default: table on a terminal, jsonl otherwise).
     #[arg(long, value_enum)]
     pub(crate) format: Option<FormatArg>,
+    /// The file `--format arrow|parquet` writes (replaced if it exists).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
     /// Read in steps holding about this many bytes.
     #[arg(long)]
     pub(crate) memory_budget: Option<u64>,
@@ -226,10 +233,15 @@ fn layout(l: Option<LayoutArg>) -> Option<Layout> {
     })
 }
 
-/// Runs `tessera read`.
-pub(crate) fn run(array: &Array, args: &ReadArgs) -> Result<()> {
+/// The read `args` ask for, on `q` (ranges or points, condition, layout, memory budget; not
+/// the attributes).
+pub(crate) fn configure<'a>(
+    array: &'a Array,
+    q: tessera::ReadQuery<'a>,
+    args: &ReadArgs,
+) -> Result<tessera::ReadQuery<'a>> {
     let schema = array.schema();
-    let mut q = with_ranges(schema, array.read(), &args.ranges)?;
+    let mut q = with_ranges(schema, q, &args.ranges)?;
     if let Some(file) = &args.points {
         let text = if file.as_os_str() == "-" {
             std::io::read_to_string(std::io::stdin())
@@ -241,9 +253,6 @@ pub(crate) fn run(array: &Array, args: &ReadArgs) -> Result<()> {
             parse_points(schema, &text).with_context(|| format!("--points {}", file.display()))?;
         q = q.points(points);
     }
-    if let Some(attrs) = &args.attrs {
-        q = q.attributes(attrs.iter().map(String::as_str));
-    }
     if let Some(c) = &args.condition {
         q = q.where_text(c);
     }
@@ -252,6 +261,23 @@ pub(crate) fn run(array: &Array, args: &ReadArgs) -> Result<()> {
     }
     if let Some(b) = args.memory_budget {
         q = q.memory_budget(b);
+    }
+    Ok(q)
+}
+
+/// Runs `tessera read`.
+pub(crate) fn run(array: &Array, args: &ReadArgs) -> Result<()> {
+    if let Some(format @ (FormatArg::Arrow | FormatArg::Parquet)) = args.format {
+        let output =
+            args.output.as_deref().context("--format arrow|parquet needs --output FILE")?;
+        return crate::export::run(array, args, format, output);
+    }
+    if args.output.is_some() {
+        bail!("--output is for --format arrow|parquet");
+    }
+    let mut q = configure(array, array.read(), args)?;
+    if let Some(attrs) = &args.attrs {
+        q = q.attributes(attrs.iter().map(String::as_str));
     }
     let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
         FormatArg::Table
@@ -274,7 +300,7 @@ pub(crate) fn run(array: &Array, args: &ReadArgs) -> Result<()> {
                     names.iter().map(|n| csv_field(n)).collect::<Vec<_>>().join(",")
                 )?,
                 FormatArg::Table => table.push(names),
-                FormatArg::Jsonl => {}
+                FormatArg::Jsonl | FormatArg::Arrow | FormatArg::Parquet => {}
             }
             header_done = true;
         }
@@ -293,6 +319,7 @@ pub(crate) fn run(array: &Array, args: &ReadArgs) -> Result<()> {
                     writeln!(out, "{}", fields.join(","))?;
                 }
                 FormatArg::Table => table.push(values.iter().map(|(_, v)| plain(v)).collect()),
+                FormatArg::Arrow | FormatArg::Parquet => unreachable!("written by export::run"),
             }
         }
     }

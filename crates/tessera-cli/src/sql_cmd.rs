@@ -115,6 +115,9 @@ fn print<W: Write>(
     batches: &[RecordBatch],
     format: FormatArg,
 ) -> Result<()> {
+    if matches!(format, FormatArg::Arrow | FormatArg::Parquet) {
+        anyhow::bail!("tessera sql prints jsonl, csv or a table, not {format:?}");
+    }
     let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
     let mut table: Vec<Vec<String>> = Vec::new();
     match format {
@@ -122,7 +125,7 @@ fn print<W: Write>(
             writeln!(out, "{}", names.iter().map(|n| csv_field(n)).collect::<Vec<_>>().join(","))?;
         }
         FormatArg::Table => table.push(names.iter().map(|n| (*n).to_owned()).collect()),
-        FormatArg::Jsonl => {}
+        FormatArg::Jsonl | FormatArg::Arrow | FormatArg::Parquet => {}
     }
     for batch in batches {
         let columns: Vec<Printable> = fields
@@ -150,6 +153,7 @@ fn print<W: Write>(
                     writeln!(out, "{}", row.join(","))?;
                 }
                 FormatArg::Table => table.push(values.iter().map(|(_, v)| plain(v)).collect()),
+                FormatArg::Arrow | FormatArg::Parquet => {}
             }
         }
     }

@@ -64,6 +64,7 @@ pub(crate) fn run(array: &Array, args: &WriteArgs) -> Result<()> {
     } else {
         None
     };
+    let spinner = crate::progress::spinner(format!("parsing {} bytes of cells", text.len()));
     let columns =
         parse_cells(schema, array.enumerations(), &text, subarray.as_ref(), args.enum_codes)
             .with_context(|| {
@@ -85,10 +86,16 @@ pub(crate) fn run(array: &Array, args: &WriteArgs) -> Result<()> {
     // The array is open at the end of time (for its newest schema): the default timestamp is
     // now, not that end.
     q = q.timestamp(args.timestamp.unwrap_or_else(tessera::layers::types::names::now_ms));
+    if let (Some(bar), Some(c)) = (&spinner, columns.first()) {
+        bar.set_message(format!("writing {} cells", c.len()));
+    }
     for c in columns {
         q = q.column(c);
     }
     q.submit()?;
+    if let Some(bar) = spinner {
+        bar.finish_and_clear();
+    }
     Ok(())
 }
 

@@ -173,8 +173,9 @@ pub enum Error {
     #[error("invalid query: {0}")]
     InvalidQuery(String),
     /// A write whose cells cannot be written as given (columns that do not match the schema
-    /// or each other, coordinates outside the domain, duplicates the schema forbids, cells
-    /// out of global order); the array is unchanged.
+    /// or each other, cells out of global order; coordinates outside the domain and
+    /// duplicates are [`Error::OutOfDomain`] and [`Error::DuplicateCoordinates`]); the array
+    /// is unchanged.
     #[error("invalid write: {0}")]
     InvalidWrite(String),
     /// A column read through a typed accessor ([`Column::values`](crate::Column::values),

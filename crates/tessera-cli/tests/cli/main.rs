@@ -13,6 +13,7 @@ mod fragments;
 mod groups;
 mod lifecycle;
 mod meta;
+mod pictures;
 mod points;
 mod queries;
 mod schema;

@@ -206,8 +206,9 @@ impl<'a> WriteQuery<'a> {
     ///
     /// # Errors
     /// [`Error::InvalidWrite`] for columns that do not match the schema or each other,
-    /// coordinates outside the domain, duplicates the schema forbids, unsorted cells in a
-    /// global-order write, a bad subarray; storage errors. The array is unchanged on error.
+    /// unsorted cells in a global-order write, a bad subarray; [`Error::OutOfDomain`] for
+    /// coordinates outside the domain; [`Error::DuplicateCoordinates`] for duplicates the
+    /// schema forbids; storage errors. The array is unchanged on error.
     pub fn submit(self) -> Result<Option<FragmentName>> {
         let mut write = self.begin_inner()?;
         let columns = std::mem::take(&mut write.pending);
