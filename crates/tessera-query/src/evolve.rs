@@ -68,7 +68,7 @@ pub fn evolve(storage: &Arc<dyn Storage>, evolution: &SchemaEvolution) -> Result
     let name = TimestampedName::generate(t, t, None);
     let schema_file = evolved
         .schema
-        .to_file()
+        .to_file_with_key(storage.encryption_key())
         .map_err(|source| Error::Schema { file: format!("{}/{name}", dirs::SCHEMA), source })?;
     // Arrays older than format version 10 (and 19) lack these folders; libtiledb makes them.
     for dir in [dirs::SCHEMA, dirs::ENUMERATIONS] {
@@ -80,8 +80,12 @@ pub fn evolve(storage: &Arc<dyn Storage>, evolution: &SchemaEvolution) -> Result
     let result = (|| -> Result<()> {
         for e in &evolved.new_enumerations {
             let file = format!("{}/{}", dirs::ENUMERATIONS, e.path);
-            let bytes = tessera_tile::write_generic_tile(&e.to_bytes(), FORMAT_VERSION)
-                .map_err(|t| Error::Schema { file: file.clone(), source: t.into() })?;
+            let bytes = tessera_tile::write_generic_tile_with_key(
+                &e.to_bytes(),
+                FORMAT_VERSION,
+                storage.encryption_key(),
+            )
+            .map_err(|t| Error::Schema { file: file.clone(), source: t.into() })?;
             storage.publish(&file, Bytes::from(bytes))?;
             written.push(file);
         }

@@ -170,7 +170,9 @@ pub fn upgrade_version(storage: &dyn Storage) -> Result<Option<TimestampedName>>
     let t = now_ms();
     let name = TimestampedName::generate(t, t, None);
     let file = format!("{}/{name}", dirs::SCHEMA);
-    let bytes = schema.to_file().map_err(|source| Error::Schema { file: file.clone(), source })?;
+    let bytes = schema
+        .to_file_with_key(storage.encryption_key())
+        .map_err(|source| Error::Schema { file: file.clone(), source })?;
     for dir in [dirs::SCHEMA] {
         if !storage.is_dir(dir)? {
             storage.create_dir(dir)?;
@@ -278,7 +280,12 @@ pub fn consolidate_group_metadata(
     let payload = metadata.to_payload().map_err(|e| err(e.into()))?;
     let written = !payload.is_empty();
     if written {
-        let tile = tessera_tile::write_generic_tile(&payload, FORMAT_VERSION).map_err(err)?;
+        let tile = tessera_tile::write_generic_tile_with_key(
+            &payload,
+            FORMAT_VERSION,
+            storage.encryption_key(),
+        )
+        .map_err(err)?;
         storage.publish(&output, Bytes::from(tile))?;
     }
     let base = group_uri.trim_end_matches('/');

@@ -9,6 +9,7 @@ mod bad_files;
 mod closed_pipe;
 mod concurrency;
 mod consolidate;
+mod encryption;
 mod fragments;
 mod groups;
 mod lifecycle;

@@ -217,3 +217,25 @@ fn tessera_writes_consolidates_and_vacuums_encrypted_arrays() {
     }
     assert_eq!(Array::open(storage).unwrap().fragments().len(), 1);
 }
+
+#[test]
+fn schema_evolution_of_an_encrypted_array_stays_encrypted() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = keyed(dir.path(), key());
+    Array::create(storage.clone(), &schema(), &[]).unwrap();
+    write(&Array::open(storage.clone()).unwrap(), 1, &[4, 6]);
+    let evolution = tessera_schema::SchemaEvolution::new()
+        .add_attribute(Attribute::new("extra", Datatype::Int32).nullable(true))
+        .timestamp(5);
+    tessera_query::evolve::evolve(&storage, &evolution).unwrap();
+    let array = Array::open(storage).unwrap();
+    assert_eq!(array.schema().attributes.len(), 3);
+    assert_eq!(array.read().execute().unwrap().cell_num(), 2);
+    // Every schema file is encrypted (header byte 29).
+    for e in std::fs::read_dir(dir.path().join("__schema")).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            assert_eq!(std::fs::read(&p).unwrap()[29], 1, "{}", p.display());
+        }
+    }
+}
