@@ -1137,7 +1137,10 @@ fn python_script(python: &Path, root: &Path, script: &str) -> Command {
 
 /// Run a command with inherited stdio; fail if it cannot start or exits non-zero.
 fn run(cmd: &mut Command, what: &str) -> Result<()> {
+    let start = std::time::Instant::now();
     let status = cmd.status().with_context(|| format!("could not start {what}"))?;
+    // Each step's time, so a slow CI run shows where its minutes went.
+    eprintln!("xtask: {what}: {:.0} s", start.elapsed().as_secs_f64());
     if !status.success() {
         bail!("{what} failed ({status})");
     }
