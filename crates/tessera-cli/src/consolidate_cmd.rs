@@ -77,6 +77,26 @@ pub(crate) struct ConsolidateArgs {
     /// comma-separated), as libtiledb's `consolidate(uri, fragment_uris=...)`.
     #[arg(long, value_name = "N1,N2,...", value_delimiter = ',', conflicts_with = "between")]
     fragments: Vec<String>,
+    /// The most merge steps, each writing one fragment (`sm.consolidation.steps`; default:
+    /// as many as needed).
+    #[arg(long, value_name = "N")]
+    steps: Option<u32>,
+    /// The fewest fragments one step merges (`sm.consolidation.step_min_frags`; default: all
+    /// of them).
+    #[arg(long, value_name = "N")]
+    step_min_frags: Option<u32>,
+    /// The most fragments one step merges (`sm.consolidation.step_max_frags`; default: all of
+    /// them).
+    #[arg(long, value_name = "N")]
+    step_max_frags: Option<u32>,
+    /// The smallest size ratio (smaller over larger) of two adjacent fragments merged in one
+    /// step, 0 to 1 (`sm.consolidation.step_size_ratio`; default 0).
+    #[arg(long, value_name = "R")]
+    step_size_ratio: Option<f32>,
+    /// Dense arrays: the most cells the merged fragment may cover per cell its inputs cover
+    /// (`sm.consolidation.amplification`; default 1).
+    #[arg(long, value_name = "A")]
+    amplification: Option<f32>,
 }
 
 /// The options of `tessera vacuum`.
@@ -108,7 +128,8 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-/// `tessera consolidate ARRAY [--mode M] [--between S:E] [--purge-deleted]`.
+/// `tessera consolidate ARRAY [--mode M] [--between S:E] [--purge-deleted] [--steps N]
+/// [--step-min-frags N] [--step-max-frags N] [--step-size-ratio R] [--amplification A]`.
 pub(crate) fn run_consolidate(array: &Path, args: &ConsolidateArgs) -> Result<()> {
     let range = match &args.between {
         None => None,
@@ -121,7 +142,32 @@ pub(crate) fn run_consolidate(array: &Path, args: &ConsolidateArgs) -> Result<()
         }
     };
     let bar = progress_bar();
-    let mut options = Options { range, purge_deleted: args.purge_deleted, progress: None };
+    let step_settings = [
+        args.steps.is_some(),
+        args.step_min_frags.is_some(),
+        args.step_max_frags.is_some(),
+        args.step_size_ratio.is_some(),
+        args.amplification.is_some(),
+    ];
+    if step_settings.contains(&true)
+        && (args.mode != ModeArg::Fragments || !args.fragments.is_empty())
+    {
+        anyhow::bail!(
+            "--steps, --step-min-frags, --step-max-frags, --step-size-ratio and --amplification \
+             choose fragments to merge: they are for --mode fragments without --fragments"
+        );
+    }
+    let defaults = Options::default();
+    let mut options = Options {
+        range,
+        purge_deleted: args.purge_deleted,
+        steps: args.steps.unwrap_or(defaults.steps),
+        step_min_frags: args.step_min_frags.unwrap_or(defaults.step_min_frags),
+        step_max_frags: args.step_max_frags.unwrap_or(defaults.step_max_frags),
+        step_size_ratio: args.step_size_ratio.unwrap_or(defaults.step_size_ratio),
+        amplification: args.amplification.unwrap_or(defaults.amplification),
+        progress: None,
+    };
     if let Some(bar) = &bar {
         bar.set_message(format!("consolidating {}", args.mode.inputs()));
         let bar = bar.clone();
@@ -151,6 +197,17 @@ pub(crate) fn run_consolidate(array: &Path, args: &ConsolidateArgs) -> Result<()
 }
 
 fn consolidate_summary(mode: ModeArg, report: &Report) -> String {
+    if !report.steps.is_empty() {
+        let steps: Vec<String> = report
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, (inputs, out))| {
+                format!("step {}: {} {} into {out}", i + 1, inputs.len(), mode.inputs())
+            })
+            .collect();
+        return format!("consolidated in {} steps; {}", steps.len(), steps.join("; "));
+    }
     match &report.output {
         Some(out) => format!("consolidated {} {} into {out}", report.inputs.len(), mode.inputs()),
         None => format!("nothing to consolidate (mode {})", mode.name()),

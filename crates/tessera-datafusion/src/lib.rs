@@ -49,6 +49,11 @@
 //! * `EXPLAIN` shows the pushdown: `TesseraExec: array=…, partitions=N, projection=[…],
 //!   ranges=[x: 3..=9], condition=v < 80`.
 
+// The README's Rust examples compile (`cargo test --doc`): this crate sees every crate they use.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme_examples {}
+
 mod exec;
 mod pushdown;
 mod spec;

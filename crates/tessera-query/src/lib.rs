@@ -52,7 +52,7 @@ pub use lifecycle::{
     delete_group, upgrade_version, vacuum_group_metadata,
 };
 pub use object::{ObjectType, object_type};
-pub use read::{Batches, Points, ReadQuery};
+pub use read::{Batches, DimRange, Points, ReadQuery};
 pub use result::{CellValue, Column, ReadResult};
 pub use tessera_schema::SchemaEvolution;
 pub use write::{FragmentWrite, WriteQuery};

@@ -293,7 +293,11 @@ pub fn consolidate_group_metadata(
     let vac = VacuumFile { lines: inputs.iter().map(|p| format!("{base}/{p}")).collect() };
     let vac_path = format!("{output}.vac");
     storage.publish(&vac_path, Bytes::from(vac.to_bytes()))?;
-    Ok(crate::consolidate::Report { inputs, output: Some(if written { output } else { vac_path }) })
+    Ok(crate::consolidate::Report {
+        inputs,
+        output: Some(if written { output } else { vac_path }),
+        ..Default::default()
+    })
 }
 
 /// Removes what group metadata consolidations made obsolete (libtiledb's

@@ -57,8 +57,8 @@ fn main() -> tessera::Result<()> {
     let array = tessera::open(&dense)?;
     let hot = array
         .read()
-        .range_i64("row", 100, 160)
-        .range_i64("col", 1, 1000)
+        .range("row", 100..=160)
+        .range("col", 1..=1000)
         .where_text("temperature > 24.0")
         .execute()?;
     let above = hot.values::<f64>("temperature")?.iter().filter(|t| !t.is_nan()).count();
@@ -67,8 +67,7 @@ fn main() -> tessera::Result<()> {
         hot.cell_num()
     );
     let aggs = [Aggregate::count(), Aggregate::mean("temperature"), "max(temperature)".parse()?];
-    let values =
-        array.read().range_i64("row", 1, 500).range_i64("col", 1, 1000).aggregate(&aggs)?;
+    let values = array.read().range("row", 1..=500).range("col", 1..=1000).aggregate(&aggs)?;
     println!("dense: count = {}, mean = {}, max = {}", values[0], values[1], values[2]);
 
     // A sparse array of named points on a plane, with an attribute per point.
@@ -103,8 +102,8 @@ fn main() -> tessera::Result<()> {
     let array = tessera::open(&sparse)?;
     let found = array
         .read()
-        .range_i64("x", 0, 999)
-        .range_i64("y", 0, 999)
+        .range("x", 0..=999)
+        .range("y", 0..=999)
         .where_text("value >= 500.0")
         .execute()?;
     println!("sparse: {} points in [0, 999] x [0, 999] have value >= 500", found.cell_num());

@@ -16,7 +16,7 @@
 //! let array = tessera::open(&path)?;
 //! assert_eq!(array.schema().attributes[0].name, "a");
 //! // Nothing is written yet: a dense read of a subarray gives fill values (NaN for float64).
-//! let result = array.read().range_i64("rows", 1, 2).range_i64("cols", 1, 3).attributes(["a"]).execute()?;
+//! let result = array.read().range("rows", 1..=2).range("cols", 1..=3).attributes(["a"]).execute()?;
 //! assert_eq!(result.cell_num(), 6);
 //! assert!(result.values::<f64>("a")?.iter().all(|v| v.is_nan()));
 //! // Cells by their coordinates, in the order asked (a point twice comes twice).
@@ -24,7 +24,7 @@
 //! let cells = array.read().points(points).attributes(["a"]).execute()?;
 //! assert_eq!(&cells.values::<i32>("rows")?[..], &[2, 1, 2]);
 //! assert_eq!(cells.column("cols").unwrap().iter::<i32>()?.collect::<Vec<_>>(), [7, 1, 7]);
-//! let box_10 = array.read().range_i64("rows", 1, 10).range_i64("cols", 1, 10);
+//! let box_10 = array.read().range("rows", 1..=10).range("cols", 1..=10);
 //! let stats = box_10.aggregate(&[tessera::Aggregate::count(), "max(a)".parse()?])?;
 //! assert_eq!((stats[0].as_f64(), stats[1].to_string()), (Some(100.0), "\"NaN\"".into()));
 //! # Ok::<(), tessera::Error>(())
@@ -71,8 +71,8 @@ pub use tessera_query::metadata::{
 pub use tessera_query::verify;
 pub use tessera_query::{
     Array, ArrayDirectory, Batches, CellValue, Column, Corruption, DeleteCommit, DeleteQuery,
-    Error, ErrorKind, Fragment, FragmentWrite, Group, GroupMember, GroupWriter, ObjectType, Points,
-    ReadQuery, ReadResult, Result, WriteQuery,
+    DimRange, Error, ErrorKind, Fragment, FragmentWrite, Group, GroupMember, GroupWriter,
+    ObjectType, Points, ReadQuery, ReadResult, Result, WriteQuery,
 };
 pub use tessera_rtree::RTree;
 pub use tessera_schema::{

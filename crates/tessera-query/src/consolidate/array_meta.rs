@@ -72,7 +72,11 @@ pub(crate) fn consolidate(storage: &dyn Storage, options: &Options) -> Result<Re
     if let Some(p) = &options.progress {
         p(2, 2);
     }
-    Ok(Report { inputs, output: Some(if written { output } else { vac_path }) })
+    Ok(Report {
+        inputs,
+        output: Some(if written { output } else { vac_path }),
+        ..Report::default()
+    })
 }
 
 /// What a vacuum in `array_meta` mode removes (`ArrayMetaConsolidator::vacuum`, the array

@@ -104,7 +104,7 @@ pub(crate) fn consolidate(storage: &dyn Storage, options: &Options) -> Result<Re
     }
     let output = format!("{}/{name}.con", dirs::COMMITS);
     storage.publish(&output, Bytes::from(con.to_bytes()))?;
-    Ok(Report { inputs: to_consolidate, output: Some(output) })
+    Ok(Report { inputs: to_consolidate, output: Some(output), ..Report::default() })
 }
 
 /// What a vacuum in `commits` mode removes (`ArrayDirectory` in mode `COMMITS`): the commit

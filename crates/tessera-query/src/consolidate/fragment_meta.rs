@@ -71,7 +71,7 @@ pub(crate) fn consolidate(storage: Arc<dyn Storage>, options: &Options) -> Resul
         .map_err(|source| Error::Fragment { file: output.clone(), source: Box::new(source) })?;
     storage.publish(&output, Bytes::from(bytes))?;
     let inputs = meta.entries.into_iter().map(|e| e.name).collect();
-    Ok(Report { inputs, output: Some(output) })
+    Ok(Report { inputs, output: Some(output), ..Report::default() })
 }
 
 /// The footer bytes of fragment `name` as its `__fragment_metadata.tdb` stores them, without

@@ -4,10 +4,12 @@
 //! `__<first t1>_<last t2>_<label>_22`, committed, then a `.vac` file names the merged ones
 //! so that readers skip them until they are vacuumed.
 //!
-//! * Which fragments: with libtiledb's default settings, every fragment the range shows,
-//!   in one step. A dense run is consolidated only when its non-empty domains' bounding
-//!   box overlaps no older fragment and holds no more cells than their tile-expanded
-//!   domains together (amplification 1.0); otherwise nothing happens, as in libtiledb.
+//! * Which fragments: libtiledb's steps ([`Options`]): each step merges the best run of
+//!   consecutive fragments ([`next_to_consolidate`]) and the next step sees its output in
+//!   their place. With the default settings, every fragment the range shows, in one step. A
+//!   dense run is consolidated only when its non-empty domains' bounding box overlaps no older
+//!   fragment and holds no more cells than `amplification` times their tile-expanded domains
+//!   together; otherwise nothing happens, as in libtiledb.
 //! * Dense: the bounding box is read tile row by tile row in global order (fill values
 //!   where no fragment wrote) and written as one global-order fragment over it.
 //! * Sparse: the fragments are merged tile by tile in global order, every version of a
@@ -43,19 +45,182 @@ use crate::write::sink::{FieldTile, FragmentSink, Tile};
 use crate::{Array, Error, Result};
 
 pub(crate) fn consolidate(storage: Arc<dyn Storage>, options: &Options) -> Result<Report> {
+    options.validate()?;
     let (start, end) = options.range.unwrap_or((0, now_ms()));
-    let array = Array::open_between(storage.clone(), start, end)?;
+    let mut array = Array::open_between(storage.clone(), start, end)?;
     if array.fragments().len() <= 1 {
         return Ok(Report::default());
     }
     // Fragments in the array folder (before `__fragments/`) would need the old vacuum and
     // commit layout too.
     refuse_old(array.fragments())?;
-    if array.schema().is_dense() {
-        dense(&array, start, options, true)
+    // Dense: what fragments older than the range cover (libtiledb's anterior range).
+    let anterior = if array.schema().is_dense() && start > 0 {
+        let before = Array::open_between(storage.clone(), 0, start - 1)?;
+        let mut b = Vec::new();
+        for f in before.fragments() {
+            if let Some(ned) = &f.footer().non_empty_domain {
+                union(&mut b, &int_box(before.schema(), ned)?);
+            }
+        }
+        b
     } else {
-        sparse(&array, options)
+        Vec::new()
+    };
+    let mut done = Report::default();
+    for step in 0..options.steps {
+        if step > 0 {
+            // The fragment just written replaces its inputs (hidden by their `.vac` file).
+            array = Array::open_between(storage.clone(), start, end)?;
+        }
+        if array.fragments().len() <= 1 {
+            break;
+        }
+        let Some(run) = next_to_consolidate(&array, &anterior, options)? else { break };
+        let keep: std::collections::HashSet<String> =
+            run.iter().map(|f| f.name().as_str().to_owned()).collect();
+        let mut chosen = array.clone();
+        chosen.retain_fragments(&keep);
+        let report = if chosen.schema().is_dense() {
+            dense(&chosen, options)?
+        } else {
+            sparse(&chosen, options)?
+        };
+        done.inputs.extend(report.inputs.iter().cloned());
+        match &report.output {
+            Some(out) => {
+                done.steps.push((report.inputs, out.clone()));
+                done.output = Some(out.clone());
+            }
+            // Every cell purged: nothing left to merge with.
+            None => break,
+        }
     }
+    if done.steps.len() == 1 {
+        done.steps.clear();
+    }
+    Ok(done)
+}
+
+/// The next run of consecutive fragments to merge, as libtiledb's
+/// `FragmentConsolidator::compute_next_to_consolidate`: among runs of `step_max_frags` down
+/// to `step_min_frags` fragments (longest first), those whose adjacent sizes keep
+/// `step_size_ratio` and (dense) that [`consolidatable`] allows; of the longest such runs, the
+/// earliest one unless a later one is more than 25 % smaller. `None` when no run of two or more
+/// qualifies.
+fn next_to_consolidate(
+    array: &Array,
+    anterior: &[[i128; 2]],
+    options: &Options,
+) -> Result<Option<Vec<Arc<Fragment>>>> {
+    let frags = array.fragments();
+    let schema = array.schema();
+    let n = frags.len();
+    let min = (options.step_min_frags as usize).min(n);
+    let max = (options.step_max_frags as usize).min(n);
+    if max == 0 {
+        return Ok(None);
+    }
+    let sizes: Vec<u64> = frags.iter().map(|f| fragment_size(f)).collect();
+    let dense = schema.is_dense();
+    let boxes: Vec<Vec<[i128; 2]>> = if dense {
+        frags
+            .iter()
+            .map(|f| {
+                let ned = f.footer().non_empty_domain.as_ref().ok_or_else(|| Error::Corrupt {
+                    file: f.dir(),
+                    reason: "a dense fragment without a non-empty domain".into(),
+                })?;
+                int_box(schema, ned)
+            })
+            .collect::<Result<_>>()?
+    } else {
+        Vec::new()
+    };
+    // Row i: runs of i + 1 fragments starting at column j; `None` marks an invalid run.
+    let mut prev: Vec<Option<(u64, Vec<[i128; 2]>)>> = (0..n)
+        .map(|j| Some((sizes[j], if dense { boxes[j].clone() } else { Vec::new() })))
+        .collect();
+    let mut rows = vec![prev.iter().map(|e| e.as_ref().map(|(s, _)| *s)).collect::<Vec<_>>()];
+    for i in 1..max {
+        let mut row = vec![None; n];
+        for j in 0..n {
+            if i + j >= n {
+                continue;
+            }
+            let (a, b) = (sizes[i + j - 1] as f32, sizes[i + j] as f32);
+            let mut ratio = a / b;
+            if ratio > 1.0 {
+                ratio = 1.0 / ratio;
+            }
+            let Some((size, bbox)) = &prev[j] else { continue };
+            if ratio.is_nan() || ratio < options.step_size_ratio {
+                continue;
+            }
+            let mut bbox = bbox.clone();
+            if dense {
+                union(&mut bbox, &boxes[i + j]);
+                if !consolidatable(schema, anterior, &boxes, j, j + i, &bbox, options) {
+                    continue;
+                }
+            }
+            row[j] = Some((size + sizes[i + j], bbox));
+        }
+        rows.push(row.iter().map(|e| e.as_ref().map(|(s, _)| *s)).collect());
+        prev = row;
+    }
+    for i in (min.max(1) - 1..max).rev() {
+        let mut best: Option<(u64, usize)> = None;
+        for (j, size) in rows[i].iter().enumerate() {
+            let Some(size) = *size else { continue };
+            // A later run wins only when more than 25 % smaller: equal batches merge from
+            // the oldest, so the next step finds similar sizes.
+            if best.is_none_or(|(b, _)| (size as f64) < b as f64 / 1.25) {
+                best = Some((size, j));
+            }
+        }
+        if let Some((_, j)) = best {
+            if i == 0 {
+                return Ok(None);
+            }
+            return Ok(Some(frags[j..=j + i].to_vec()));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether dense fragments `start..=end` may merge into their bounding box `bbox`: it
+/// overlaps neither what older fragments cover (`anterior`, and the fragments before
+/// `start`) nor holds more than `amplification` times the cells of their tile-expanded
+/// domains (libtiledb's `are_consolidatable`).
+fn consolidatable(
+    schema: &ArraySchema,
+    anterior: &[[i128; 2]],
+    boxes: &[Vec<[i128; 2]>],
+    start: usize,
+    end: usize,
+    bbox: &[[i128; 2]],
+    options: &Options,
+) -> bool {
+    if !anterior.is_empty() && overlap(bbox, anterior) {
+        return false;
+    }
+    if boxes[..start].iter().any(|b| overlap(bbox, b)) {
+        return false;
+    }
+    let expanded: f64 =
+        boxes[start..=end].iter().map(|b| cells_of(&expand_to_tiles(schema, b))).sum();
+    cells_of(bbox) / expanded <= f64::from(options.amplification)
+}
+
+/// A fragment's size as libtiledb's `FragmentMetadata::fragment_size` counts it: its data
+/// files and its metadata file.
+fn fragment_size(f: &Fragment) -> u64 {
+    let footer = f.footer();
+    footer.file_sizes.iter().sum::<u64>()
+        + footer.file_var_sizes.iter().sum::<u64>()
+        + footer.file_validity_sizes.iter().sum::<u64>()
+        + f.metadata_file_size()
 }
 
 /// Refuses fragments older than format version 12 (see [`consolidate`]).
@@ -134,7 +299,7 @@ pub(crate) fn consolidate_list(
             }
         }
         array.retain_fragments(&wanted);
-        dense(&array, 0, options, false)
+        dense(&array, options)
     } else {
         array.retain_fragments(&wanted);
         sparse(&array, options)
@@ -164,6 +329,7 @@ fn report(inputs: &[Arc<Fragment>], output: &FragmentName) -> Report {
     Report {
         inputs: inputs.iter().map(|f| f.name().as_str().to_owned()).collect(),
         output: Some(output.as_str().to_owned()),
+        steps: Vec::new(),
     }
 }
 
@@ -230,37 +396,16 @@ fn union(a: &mut Vec<[i128; 2]>, b: &[[i128; 2]]) {
     }
 }
 
-fn dense(array: &Array, start: u64, options: &Options, checks: bool) -> Result<Report> {
+fn dense(array: &Array, options: &Options) -> Result<Report> {
     let schema = array.schema();
     let frags = array.fragments();
-    let mut boxes = Vec::with_capacity(frags.len());
+    let mut bbox: Vec<[i128; 2]> = Vec::new();
     for f in frags {
         let ned = f.footer().non_empty_domain.as_ref().ok_or_else(|| Error::Corrupt {
             file: f.dir(),
             reason: "a dense fragment without a non-empty domain".into(),
         })?;
-        boxes.push(int_box(schema, ned)?);
-    }
-    let mut bbox: Vec<[i128; 2]> = Vec::new();
-    for b in &boxes {
-        union(&mut bbox, b);
-    }
-    // Fragments before the range must not overlap the consolidated box (libtiledb's
-    // anterior range).
-    if checks && start > 0 {
-        let before = Array::open_between(array.storage().clone(), 0, start - 1)?;
-        for f in before.fragments() {
-            if let Some(ned) = &f.footer().non_empty_domain
-                && overlap(&bbox, &int_box(schema, ned)?)
-            {
-                return Ok(Report::default());
-            }
-        }
-    }
-    // Amplification: the box may not hold more cells than the expanded domains together.
-    let expanded: f64 = boxes.iter().map(|b| cells_of(&expand_to_tiles(schema, b))).sum();
-    if checks && cells_of(&bbox) / expanded > 1.0 {
-        return Ok(Report::default());
+        union(&mut bbox, &int_box(schema, ned)?);
     }
     let name = consolidated_name(frags)?;
     // libtiledb reads the box expanded to whole tiles and writes every cell of those tiles
@@ -709,7 +854,7 @@ fn sparse(array: &Array, options: &Options) -> Result<Report> {
         drop(sink);
         return Ok(Report {
             inputs: frags.iter().map(|f| f.name().as_str().to_owned()).collect(),
-            output: None,
+            ..Report::default()
         });
     }
     sink.write_tiles(batch)?;

@@ -54,7 +54,15 @@ impl Mode {
 }
 
 /// How to consolidate (libtiledb's `sm.consolidation.*` settings that Tessera honours).
-#[derive(Clone, Default)]
+///
+/// The step settings choose which fragments merge, as libtiledb's fragment consolidator
+/// does: each step merges the run of consecutive fragments (oldest first) with the most
+/// fragments in `[step_min_frags, step_max_frags]`, preferring the smallest total size;
+/// adjacent fragments whose sizes differ by more than `step_size_ratio` allows are not put
+/// in one run, nor (dense arrays) runs whose bounding box overlaps an older fragment or holds
+/// more than `amplification` times the cells of their tile-expanded domains. The defaults are
+/// libtiledb's: one step merging every fragment of the range.
+#[derive(Clone)]
 pub struct Options {
     /// Only what lies in `[start, end]` (ms) is consolidated (`timestamp_start`/`_end`);
     /// `None` for everything. As in libtiledb, it applies to the fragments and array
@@ -63,9 +71,59 @@ pub struct Options {
     /// Drop deleted cells instead of keeping them with their delete metadata
     /// (`purge_deleted_cells`).
     pub purge_deleted: bool,
+    /// The most merge steps (`sm.consolidation.steps`); each step writes one fragment.
+    pub steps: u32,
+    /// The fewest fragments one step merges (`sm.consolidation.step_min_frags`).
+    pub step_min_frags: u32,
+    /// The most fragments one step merges (`sm.consolidation.step_max_frags`).
+    pub step_max_frags: u32,
+    /// The smallest ratio of two adjacent fragments' sizes (smaller over larger) for them to
+    /// merge in one step, in `[0, 1]` (`sm.consolidation.step_size_ratio`).
+    pub step_size_ratio: f32,
+    /// Dense arrays: the most cells a merged fragment may cover per cell of its inputs'
+    /// tile-expanded domains (`sm.consolidation.amplification`); more would write fill values.
+    pub amplification: f32,
     /// Called with (work done, total work) as a fragment consolidation goes, for progress
     /// bars.
     pub progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            range: None,
+            purge_deleted: false,
+            steps: u32::MAX,
+            step_min_frags: u32::MAX,
+            step_max_frags: u32::MAX,
+            step_size_ratio: 0.0,
+            amplification: 1.0,
+            progress: None,
+        }
+    }
+}
+
+impl Options {
+    /// Checks the settings as libtiledb does before consolidating.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidQuery`] naming the setting that is out of range.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: &str| Err(crate::Error::InvalidQuery(format!("consolidation: {m}")));
+        if self.step_min_frags > self.step_max_frags {
+            return bad(&format!(
+                "step_min_frags ({}) is larger than step_max_frags ({})",
+                self.step_min_frags, self.step_max_frags
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.step_size_ratio) {
+            return bad(&format!("step_size_ratio ({}) must be in [0, 1]", self.step_size_ratio));
+        }
+        if self.amplification.is_nan() || self.amplification < 0.0 {
+            return bad(&format!("amplification ({}) must be non-negative", self.amplification));
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Options {
@@ -73,6 +131,11 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("range", &self.range)
             .field("purge_deleted", &self.purge_deleted)
+            .field("steps", &self.steps)
+            .field("step_min_frags", &self.step_min_frags)
+            .field("step_max_frags", &self.step_max_frags)
+            .field("step_size_ratio", &self.step_size_ratio)
+            .field("amplification", &self.amplification)
             .field("progress", &self.progress.is_some())
             .finish()
     }
@@ -85,8 +148,13 @@ pub struct Report {
     /// vacuum, what it removed (paths relative to the array, in removal order).
     pub inputs: Vec<String>,
     /// The file or fragment written (none when there was nothing to consolidate); for a
-    /// vacuum, the `.ign` file it wrote, if any.
+    /// vacuum, the `.ign` file it wrote, if any. A fragment consolidation in several steps:
+    /// the last fragment written.
     pub output: Option<String>,
+    /// A fragment consolidation in several steps: each step's inputs and output, in order
+    /// (a later step may merge an earlier step's output). Empty for the other modes and for
+    /// one step.
+    pub steps: Vec<(Vec<String>, String)>,
 }
 
 /// Consolidates exactly the fragments `names` of the array at the root of `storage` into one

@@ -60,7 +60,7 @@ fn remove_files(storage: &dyn Storage, files: Vec<String>) -> Result<Report> {
             removed.push(f);
         }
     }
-    Ok(Report { inputs: removed, output: None })
+    Ok(Report { inputs: removed, ..Report::default() })
 }
 
 fn remove_file(storage: &dyn Storage, path: &str) -> Result<bool> {

@@ -73,6 +73,7 @@ use dense::DenseReader;
 use meter::TileMeter;
 pub use points::Points;
 use sparse::{SparseFilter, SparseReader};
+pub use subarray::DimRange;
 pub(crate) use subarray::RangeSpec;
 use subarray::Subarray;
 
@@ -131,10 +132,25 @@ impl<'a> ReadQuery<'a> {
         self
     }
 
-    /// Adds the range `[low, high]` (inclusive) on dimension `dim`, in a Rust number type
-    /// matching the dimension's datatype (`i64` for datetime and time dimensions). Several
-    /// ranges on one dimension make a multi-range subarray.
-    pub fn range<T: Primitive>(self, dim: &str, low: T, high: T) -> Self {
+    /// Adds a range on dimension `dim`, inclusive at both ends: `1..=5` on integer, datetime,
+    /// time or float dimensions (bounds checked to fit the dimension's type), `1.5..=2.0` on
+    /// float ones, `"a"..="m"` on string ones (see [`DimRange`]). Several ranges on one
+    /// dimension make a multi-range subarray.
+    ///
+    /// ```
+    /// # use tessera_query::{Array, ReadQuery};
+    /// # fn f(array: &Array) -> tessera_query::Result<()> {
+    /// let cells = array.read().range("rows", 1..=2).range("key", "a"..="m").execute()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn range(self, dim: &str, range: impl Into<DimRange>) -> Self {
+        self.push(dim, range.into().0)
+    }
+
+    /// Adds the range `[low, high]` (inclusive) on dimension `dim` in exactly the Rust number
+    /// type of the dimension's datatype (`i64` for datetime and time dimensions): a bound of
+    /// another type is an error when the query runs.
+    pub fn range_typed<T: Primitive>(self, dim: &str, low: T, high: T) -> Self {
         let (mut lo, mut hi) = (Vec::with_capacity(T::SIZE), Vec::with_capacity(T::SIZE));
         low.write_le(&mut lo);
         high.write_le(&mut hi);

@@ -13,6 +13,46 @@ use crate::fragment::Fragment;
 use crate::read::order::int_value;
 use crate::{Error, Result};
 
+/// A range on one dimension, inclusive at both ends, in Rust values: `1..=5` (any integer
+/// type, checked to fit the dimension's type, which may be any integer, datetime, time or
+/// float type), `1.5..=2.0` (float dimensions), `"a"..="m"` (string dimensions, bytewise
+/// order). [`ReadQuery::range`](crate::ReadQuery::range) takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DimRange(pub(crate) RangeSpec);
+
+macro_rules! dim_range_from {
+    ($variant:ident, $wide:ty: $($t:ty),*) => {$(
+        impl From<std::ops::RangeInclusive<$t>> for DimRange {
+            fn from(r: std::ops::RangeInclusive<$t>) -> Self {
+                let (lo, hi) = r.into_inner();
+                DimRange(RangeSpec::$variant(<$wide>::from(lo), <$wide>::from(hi)))
+            }
+        }
+    )*};
+}
+dim_range_from!(I64, i64: i8, i16, i32, i64, u8, u16, u32);
+dim_range_from!(U64, u64: u64);
+dim_range_from!(F64, f64: f32, f64);
+
+impl From<std::ops::RangeInclusive<&str>> for DimRange {
+    fn from(r: std::ops::RangeInclusive<&str>) -> Self {
+        DimRange(RangeSpec::Str(r.start().as_bytes().to_vec(), r.end().as_bytes().to_vec()))
+    }
+}
+
+impl From<std::ops::RangeInclusive<String>> for DimRange {
+    fn from(r: std::ops::RangeInclusive<String>) -> Self {
+        let (lo, hi) = r.into_inner();
+        DimRange(RangeSpec::Str(lo.into_bytes(), hi.into_bytes()))
+    }
+}
+
+impl From<std::ops::RangeInclusive<&[u8]>> for DimRange {
+    fn from(r: std::ops::RangeInclusive<&[u8]>) -> Self {
+        DimRange(RangeSpec::Str(r.start().to_vec(), r.end().to_vec()))
+    }
+}
+
 /// One range as the user asked for it, before it is checked against its dimension.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RangeSpec {

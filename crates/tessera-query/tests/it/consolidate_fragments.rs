@@ -110,6 +110,50 @@ fn consolidated_fixtures_read_the_same() {
     assert!(checked > 30, "{checked} arrays");
 }
 
+/// libtiledb's step settings: merging in pairs takes one step per merge, every step keeps
+/// what every time reads, and invalid settings are refused before anything is written.
+#[test]
+fn consolidation_in_steps_reads_the_same() {
+    let pairs = Options {
+        range: Some((0, u64::MAX - 1)),
+        step_min_frags: 2,
+        step_max_frags: 2,
+        ..Options::default()
+    };
+    let mut multi = 0;
+    for name in ["sparse_consolidated", "sparse_deletes", "sparse_int64", "dense_overwrites"] {
+        let src = testdata().join("fragments").join(name);
+        let tmp = tempfile::tempdir().unwrap();
+        let dst = tmp.path().join("a");
+        copy_dir(&src, &dst);
+        let storage: Arc<dyn Storage> = Arc::new(LocalStorage::new(&dst).with_sync(false));
+        let ts = times(&storage);
+        let before: Vec<_> = ts.iter().map(|&t| read_at(&storage, t)).collect();
+        let n = Array::open(storage.clone()).unwrap().fragments().len();
+        let report = consolidate(storage.clone(), Mode::Fragments, &pairs).unwrap();
+        for (inputs, _) in &report.steps {
+            assert_eq!(inputs.len(), 2, "{name}: {report:?}");
+        }
+        multi += usize::from(report.steps.len() > 1);
+        let left = Array::open(storage.clone()).unwrap().fragments().len();
+        if !report.steps.is_empty() {
+            assert_eq!(left, n - report.steps.len(), "{name}: {report:?}");
+        }
+        let after: Vec<_> = ts.iter().map(|&t| read_at(&storage, t)).collect();
+        assert!(before == after, "{name}: reads differ after {report:?}");
+        for bad in [
+            Options { step_min_frags: 3, step_max_frags: 2, ..Options::default() },
+            Options { step_size_ratio: 1.5, ..Options::default() },
+            Options { amplification: -1.0, ..Options::default() },
+        ] {
+            let err = consolidate(storage.clone(), Mode::Fragments, &bad).unwrap_err();
+            assert!(err.to_string().contains("consolidation:"), "{err}");
+        }
+        assert_eq!(Array::open(storage.clone()).unwrap().fragments().len(), left);
+    }
+    assert!(multi >= 2, "merging in pairs took several steps on {multi} arrays");
+}
+
 use crate::common;
 
 /// A consolidation interrupted at any point (a storage failure at each write in turn) leaves

@@ -45,19 +45,29 @@ fn bad_ranges_are_errors() {
     bad(a.read().range_i64("c", 1, 1 << 40), "does not fit int32");
     bad(a.read().range_f64("r", 1.0, 2.0), "float bounds on an int dimension");
     bad(a.read().range_str("r", "a", "b"), "string bounds on an int dimension");
-    bad(a.read().range::<i64>("r", 1, 2), "i64 bounds on an int32 dimension");
+    bad(a.read().range_typed::<i64>("r", 1, 2), "i64 bounds on an int32 dimension");
+    bad(a.read().range("r", 1.5..=2.0), "float range on an int dimension");
+    bad(a.read().range("r", "a"..="b"), "string range on an int dimension");
+    bad(a.read().range("c", 0u64..=(1 << 40)), "range does not fit int32");
     bad(a.read().range_bytes("r", vec![1u8], vec![2u8]), "wrong byte length");
     // The typed API with the right type works.
-    let r = a.read().range::<i32>("r", 1, 2).range::<i32>("c", 0, 0).execute().unwrap();
+    let r = a.read().range_typed::<i32>("r", 1, 2).range_typed::<i32>("c", 0, 0).execute().unwrap();
     assert_eq!(r.cell_num(), 2);
+    // Ranges: any integer type fits an int32 dimension when the values do.
+    let typed = a.read().range("r", 1i64..=2).range("c", 0u8..=0).execute().unwrap();
+    assert_eq!(typed.cell_num(), 2);
 
     let s = open("fragments/sparse_string_float_dims", None);
     bad(s.read().range_i64("k", 1, 2), "numbers on a string dimension");
     bad(s.read().range_str("k", "z", "a"), "reversed strings");
     bad(s.read().range_f64("x", f64::NAN, 1.0), "NaN");
     bad(s.read().range_f64("x", -11.0, 1.0), "below a float domain");
-    let r = s.read().range::<f64>("x", -1.0, 1.0).range_str("k", "a", "z").execute().unwrap();
+    let r = s.read().range_typed::<f64>("x", -1.0, 1.0).range_str("k", "a", "z").execute().unwrap();
     assert!(r.cell_num() > 0);
+    let typed = s.read().range("x", -1.0..=1.0).range("k", "a"..="z").execute().unwrap();
+    assert_eq!(typed.cell_num(), r.cell_num());
+    bad(s.read().range("k", "z"..="a"), "reversed string range");
+    bad(s.read().range("x", f64::NAN..=1.0), "NaN range");
 }
 
 #[test]
