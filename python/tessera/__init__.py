@@ -50,6 +50,7 @@ from .highlevel import (
 from .dataframe_ import open_dataframe
 from .metadata import Metadata
 from .schema import ArraySchema, Attr, Dim, Domain, Enumeration
+from .current_domain import CurrentDomain, CurrentDomainType, NDRectangle
 from .schema_evolution import ArraySchemaEvolution
 
 __version__ = "0.1.0"

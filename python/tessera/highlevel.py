@@ -49,7 +49,8 @@ def consolidate(uri, config=None, ctx=None, fragment_uris=None, timestamp=None, 
         if "sm.consolidation.timestamp_end" in cfg:
             end = int(cfg["sm.consolidation.timestamp_end"])
     purge = cfg.get("sm.consolidation.purge_deleted_cells", "false").lower() == "true"
-    _tessera.consolidate(str(uri), mode, start, end, purge, key)
+    steps = {k: str(v) for k, v in cfg.items() if k.startswith("sm.consolidation.")}
+    _tessera.consolidate(str(uri), mode, start, end, purge, key, steps)
     return str(uri)
 
 

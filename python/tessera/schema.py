@@ -689,6 +689,37 @@ class ArraySchema:
         return self._domain
 
     @property
+    def current_domain(self):
+        """The current domain (a :class:`tessera.CurrentDomain`, empty when not set)."""
+        from .current_domain import CurrentDomain, NDRectangle
+
+        cd = CurrentDomain(None)
+        if self._current_domain is not None:
+            cd._ndrect = NDRectangle._from_json(self._domain, self._current_domain)
+        return cd
+
+    def set_current_domain(self, current_domain) -> None:
+        """Sets the current domain of a schema not yet created (``Array.create`` writes it;
+        an existing array's grows with ``ArraySchemaEvolution.expand_current_domain``)."""
+        from .current_domain import CurrentDomain
+
+        if not isinstance(current_domain, CurrentDomain):
+            raise TypeError("set_current_domain takes a tiledb.CurrentDomain")
+        if current_domain._ndrect is not None and current_domain._ndrect._domain.ndim != self._domain.ndim:
+            raise TileDBError("set_current_domain: the NDRectangle has a different number of dimensions")
+        ranges = current_domain._to_json()
+        if ranges is not None:
+            for d, (lo, hi) in zip(self._domain, ranges):
+                if d.dtype.kind != "S":
+                    a, b = (_json_value(v, d._type) for v in d.domain)
+                    if lo < a or hi > b:
+                        raise TileDBError(
+                            f"set_current_domain: the range [{lo}, {hi}] of dimension "
+                            f"{d.name!r} leaves its domain [{a}, {b}]"
+                        )
+        self._current_domain = ranges
+
+    @property
     def sparse(self) -> bool:
         return self._sparse
 

@@ -53,10 +53,15 @@ class ArraySchemaEvolution:
         self._spec["extend_enumerations"].append(_named(enmr))
 
     def expand_current_domain(self, current_domain):
-        raise _tessera.NotSupportedError(
-            "expand_current_domain from Python: CurrentDomain objects are not in the package yet "
-            "(the CLI's `tessera evolve --expand-domain` and the library do it)"
-        )
+        """Replaces the array's current domain by ``current_domain``, which must contain the
+        one in force and lie in the domain (checked when the evolution is applied)."""
+        from .current_domain import CurrentDomain
+
+        if not isinstance(current_domain, CurrentDomain):
+            raise TypeError("expand_current_domain takes a tiledb.CurrentDomain")
+        if current_domain.is_empty:
+            raise TileDBError("expand_current_domain: the new current domain is empty")
+        self._spec["expand_current_domain"] = current_domain._to_json()
 
     def timestamp(self, timestamp: int):
         if not isinstance(timestamp, int) or timestamp < 0:

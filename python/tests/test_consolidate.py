@@ -124,6 +124,41 @@ def test_consolidation_modes(tmp_path, writer, mode, vacuum_mode):
     _compare(ref, got)
 
 
+@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "dense"])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"sm.consolidation.step_min_frags": "2", "sm.consolidation.step_max_frags": "2"},
+        {"sm.consolidation.steps": "1", "sm.consolidation.step_min_frags": "2", "sm.consolidation.step_max_frags": "3"},
+        {"sm.consolidation.step_size_ratio": "0.99"},
+        {"sm.consolidation.amplification": "0.5"},
+        {"sm.consolidation.amplification": "4"},
+    ],
+    ids=["pairs", "one_step_of_three", "size_ratio", "amplification_low", "amplification_high"],
+)
+def test_consolidation_step_settings(tmp_path, writer, sparse, settings):
+    # libtiledb's choice of runs of fragments, step by step: the same fragments merge.
+    ref, got = _pair(tmp_path, writer, sparse)
+    tiledb.consolidate(ref, config=tiledb.Config({**settings, **FAST}))
+    engine.consolidate(got, config=engine.Config({**settings, **FAST}))
+    _compare(ref, got)
+    tiledb.vacuum(ref)
+    engine.vacuum(got)
+    _compare(ref, got)
+
+
+def test_consolidation_invalid_step_settings(tmp_path, writer):
+    _, got = _pair(tmp_path, writer)
+    for bad in (
+        {"sm.consolidation.step_min_frags": "3", "sm.consolidation.step_max_frags": "2"},
+        {"sm.consolidation.step_size_ratio": "1.5"},
+        {"sm.consolidation.steps": "many"},
+    ):
+        with pytest.raises(engine.TileDBError):
+            engine.consolidate(got, config=engine.Config(bad))
+    assert _state(got)["n"] == 4
+
+
 def test_consolidate_ctx(tmp_path, writer):
     ref, got = _pair(tmp_path, writer)
     tiledb.consolidate(ref, ctx=tiledb.Ctx({"sm.consolidation.steps": "1", **FAST}))

@@ -603,9 +603,13 @@ pub(crate) fn create_array(
 }
 
 /// Consolidates the array at `uri` in `mode` (`fragments`, `commits`, `fragment_meta`,
-/// `array_meta`), optionally only what lies in `[start, end]`; returns the inputs merged.
+/// `array_meta`), optionally only what lies in `[start, end]`, with libtiledb's step settings
+/// from `config` (`sm.consolidation.steps`, `step_min_frags`, `step_max_frags`,
+/// `step_size_ratio`, `amplification`; other keys are left to the caller); returns the inputs
+/// merged.
 #[pyfunction]
-#[pyo3(signature = (uri, mode="fragments", start=None, end=None, purge_deleted=false, key=None))]
+#[pyo3(signature = (uri, mode="fragments", start=None, end=None, purge_deleted=false, key=None, config=None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn consolidate(
     py: Python<'_>,
     uri: String,
@@ -614,6 +618,7 @@ pub(crate) fn consolidate(
     end: Option<u64>,
     purge_deleted: bool,
     key: Option<Vec<u8>>,
+    config: Option<std::collections::HashMap<String, String>>,
 ) -> PyResult<Vec<String>> {
     let mode = Mode::parse(mode)
         .ok_or_else(|| tiledb_error(format!("unknown consolidation mode {mode:?}")))?;
@@ -623,11 +628,34 @@ pub(crate) fn consolidate(
         (s, e) => Some((s.unwrap_or(0), e.unwrap_or(u64::MAX))),
     };
     run(py, move || {
-        let options = Options { range, purge_deleted, progress: None };
+        let options = step_options(Options { range, purge_deleted, ..Options::default() }, config)?;
         let report = cons::consolidate(storage, mode, &options)
             .map_err(|e| tiledb_error(format!("{uri}: {}", crate::errors::chain(&e))))?;
         Ok(report.inputs)
     })
+}
+
+/// `options` with the step settings of a tiledb-py config (`sm.consolidation.*`) applied.
+fn step_options(
+    mut options: Options,
+    config: Option<std::collections::HashMap<String, String>>,
+) -> PyResult<Options> {
+    fn parse<T: std::str::FromStr>(key: &str, value: &str) -> PyResult<T> {
+        value.trim().parse().map_err(|_| {
+            tiledb_error(format!("config {key}: {value:?} is not a valid value"))
+        })
+    }
+    for (key, value) in config.unwrap_or_default() {
+        match key.strip_prefix("sm.consolidation.") {
+            Some("steps") => options.steps = parse(&key, &value)?,
+            Some("step_min_frags") => options.step_min_frags = parse(&key, &value)?,
+            Some("step_max_frags") => options.step_max_frags = parse(&key, &value)?,
+            Some("step_size_ratio") => options.step_size_ratio = parse(&key, &value)?,
+            Some("amplification") => options.amplification = parse(&key, &value)?,
+            _ => {}
+        }
+    }
+    Ok(options)
 }
 
 /// Removes what a consolidation in `mode` made obsolete; returns the paths removed.

@@ -6,7 +6,9 @@ use pyo3::prelude::*;
 use serde::Deserialize;
 use tessera::SchemaEvolution;
 use tessera::layers::query::consolidate::{self as cons, Options};
-use tessera::layers::schema::json::{AttributeJson, NamedEnumerationJson, attribute_from_json};
+use tessera::layers::schema::json::{
+    AttributeJson, NamedEnumerationJson, attribute_from_json, value_from_json,
+};
 use tessera_object_store::is_object_store_uri;
 
 use crate::errors::{chain, tiledb_error};
@@ -28,6 +30,9 @@ struct EvolutionSpec {
     extend_enumerations: Vec<NamedEnumerationJson>,
     #[serde(default)]
     drop_enumerations: Vec<String>,
+    /// The new current domain: `[low, high]` per dimension, as the schema JSON writes them.
+    #[serde(default)]
+    expand_current_domain: Option<Vec<[serde_json::Value; 2]>>,
     #[serde(default)]
     timestamp: Option<u64>,
 }
@@ -72,6 +77,32 @@ pub(crate) fn evolve(
     }
     let storage = location::keyed_storage(&uri, key.as_deref())?;
     run(py, move || {
+        if let Some(ranges) = &spec.expand_current_domain {
+            // The values are typed by the array's dimensions.
+            let (schema, _, _) = tessera::layers::query::latest_schema(storage.as_ref())
+                .map_err(|e| fail(&uri)(e.into()))?;
+            if ranges.len() != schema.dimensions.len() {
+                return Err(tiledb_error(format!(
+                    "{uri}: the new current domain has {} ranges for {} dimensions",
+                    ranges.len(),
+                    schema.dimensions.len()
+                )));
+            }
+            let bytes = schema
+                .dimensions
+                .iter()
+                .zip(ranges)
+                .map(|(d, [lo, hi])| {
+                    let v = |j| {
+                        value_from_json(d.datatype, j).map_err(|e| {
+                            tiledb_error(format!("{uri}: current domain of {:?}: {e}", d.name))
+                        })
+                    };
+                    Ok([v(lo)?, v(hi)?])
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            ev = ev.expand_current_domain(bytes);
+        }
         tessera::layers::query::evolve(&storage, &ev)
             .map(|name| name.to_string())
             .map_err(|e| fail(&uri)(e.into()))
