@@ -96,7 +96,7 @@ use serde_json::json;
 use tessera::layers::query::consolidate;
 use tessera::layers::query::{Column, ReadResult};
 use tessera::layers::types::CELL_VAL_NUM_VAR;
-use tessera::{Aggregate, AggregateValue, Array, ArraySchema, Layout, LocalStorage};
+use tessera::{Aggregate, AggregateValue, Array, ArraySchema, Layout, LocalStorage, ReadLayout};
 
 /// One workload run, as the orchestrator writes it.
 #[derive(Debug, Deserialize)]
@@ -285,7 +285,7 @@ fn read_all(spec: &Spec) -> Result<ReadOutcome> {
     let layout = spec
         .layout
         .as_deref()
-        .map(Layout::from_name)
+        .map(str::parse::<ReadLayout>)
         .transpose()
         .with_context(|| format!("layout {:?}", spec.layout))?;
     let setup_rss = peak_rss_mb();
@@ -538,7 +538,7 @@ fn build_query<'a>(
     array: &'a tessera::Array,
     spec: &Spec,
     q: &QuerySpec,
-    layout: Option<Layout>,
+    layout: Option<ReadLayout>,
 ) -> Result<tessera::layers::query::ReadQuery<'a>> {
     let mut read =
         array.read().dimensions(spec.dims.iter().cloned()).attributes(spec.attrs.iter().cloned());

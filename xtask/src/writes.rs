@@ -15,7 +15,7 @@ use tessera::layers::fragment::FragmentMetadata;
 use tessera::layers::query::metadata::{MetadataWriter, parse_payload};
 use tessera::layers::query::{Array, FRAGMENT_METADATA_FILE};
 use tessera::layers::storage::{LocalStorage, Storage};
-use tessera::{ArraySchema, Layout};
+use tessera::{ArraySchema, Layout, ReadLayout};
 
 /// Where the copies go.
 pub(crate) const WRITES_OUT: &str = "target/conformance/writes";
@@ -193,8 +193,11 @@ fn rewrite_array(src: &Path, dst: &Path) -> Result<Outcome> {
         let target = Array::open_between(dst_storage.clone(), 0, t2)?;
         let fschema = window.schema();
         let dense = fschema.is_dense();
-        let mut read =
-            window.read().layout(if dense { Layout::RowMajor } else { Layout::GlobalOrder });
+        let mut read = window.read().layout(if dense {
+            ReadLayout::RowMajor
+        } else {
+            ReadLayout::GlobalOrder
+        });
         let mut write = target.write().timestamp(t2);
         if dense {
             let ned =

@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use tessera::layers::query::read::Points;
 use tessera::layers::query::{Column, ReadResult};
 use tessera::layers::schema::json::{cell_json, value_from_json};
-use tessera::layers::types::{Datatype, Layout};
+use tessera::layers::types::Datatype;
 use tessera::{Array, ArraySchema, Enumeration};
 
 use crate::cells::{Row, cell_bytes, write_line};
@@ -224,12 +224,12 @@ impl<'a> Printer<'a> {
     }
 }
 
-fn layout(l: Option<LayoutArg>) -> Option<Layout> {
+fn layout(l: Option<LayoutArg>) -> Option<tessera::ReadLayout> {
     l.map(|l| match l {
-        LayoutArg::RowMajor => Layout::RowMajor,
-        LayoutArg::ColMajor => Layout::ColMajor,
-        LayoutArg::Global => Layout::GlobalOrder,
-        LayoutArg::Unordered => Layout::Unordered,
+        LayoutArg::RowMajor => tessera::ReadLayout::RowMajor,
+        LayoutArg::ColMajor => tessera::ReadLayout::ColMajor,
+        LayoutArg::Global => tessera::ReadLayout::GlobalOrder,
+        LayoutArg::Unordered => tessera::ReadLayout::Unordered,
     })
 }
 

@@ -12,7 +12,7 @@ use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use tessera::layers::types::CELL_VAL_NUM_VAR;
 use tessera::{
-    ArraySchema, ArrayType, Attribute, Datatype, Dimension, Enumeration, EnumerationRef, Layout,
+    ArraySchema, ArrayType, Attribute, Datatype, Dimension, Enumeration, EnumerationRef,
 };
 use tessera_arrow::{Projection, read_all};
 use tessera_datafusion::{TesseraExec, TesseraScanSpec, TesseraTable};
@@ -377,7 +377,7 @@ fn direct(path: &Path, case: &Case) -> RecordBatch {
         if let Some(c) = case.condition {
             q = q.where_text(c);
         }
-        q.layout(Layout::RowMajor)
+        q.layout(tessera::ReadLayout::RowMajor)
     })
     .unwrap()
 }

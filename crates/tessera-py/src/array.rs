@@ -11,7 +11,9 @@ use tessera::layers::query::ReadQuery;
 use tessera::layers::query::consolidate::{self as cons, Mode, Options};
 use tessera::layers::query::object_type as stored_object_type;
 use tessera::layers::schema::json::{from_json_str, to_json, value_json};
-use tessera::{Aggregate, AggregateValue, Array, Column, Datatype, Layout, ObjectType, ReadResult};
+use tessera::{
+    Aggregate, AggregateValue, Array, Column, Datatype, Layout, ObjectType, ReadLayout, ReadResult,
+};
 
 use crate::convert::{self, Range};
 use crate::errors::{IntoPy, tiledb_error};
@@ -31,7 +33,7 @@ struct ReadSpec {
     ranges: Vec<(String, Range)>,
     attrs: Option<Vec<String>>,
     dims: Option<Vec<String>>,
-    layout: Option<Layout>,
+    layout: Option<ReadLayout>,
     cond: Option<String>,
     budget: Option<u64>,
 }
@@ -82,13 +84,13 @@ impl ReadSpec {
 }
 
 /// The layout named by tiledb-py's `order` letters or TileDB's names.
-fn layout(name: Option<&str>) -> PyResult<Option<Layout>> {
+fn layout(name: Option<&str>) -> PyResult<Option<ReadLayout>> {
     Ok(match name {
         None => None,
-        Some("C" | "row-major" | "row_major") => Some(Layout::RowMajor),
-        Some("F" | "col-major" | "col_major") => Some(Layout::ColMajor),
-        Some("G" | "global" | "global-order" | "global_order") => Some(Layout::GlobalOrder),
-        Some("U" | "unordered") => Some(Layout::Unordered),
+        Some("C" | "row-major" | "row_major") => Some(ReadLayout::RowMajor),
+        Some("F" | "col-major" | "col_major") => Some(ReadLayout::ColMajor),
+        Some("G" | "global" | "global-order" | "global_order") => Some(ReadLayout::GlobalOrder),
+        Some("U" | "unordered") => Some(ReadLayout::Unordered),
         Some(other) => {
             return Err(tiledb_error(format!(
                 "unknown order {other:?} (expected 'C', 'F', 'G' or 'U')"
@@ -484,7 +486,7 @@ impl NativeArray {
                 };
             }
             if let Some(l) = layout {
-                q = q.layout(l);
+                q = q.layout(Layout::from(l));
             }
             if let Some(t) = timestamp {
                 q = q.timestamp(t);

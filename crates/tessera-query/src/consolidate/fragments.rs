@@ -437,7 +437,7 @@ fn dense(array: &Array, options: &Options) -> Result<Report> {
     for (k, row) in rows.iter().enumerate() {
         let mut read = array
             .read()
-            .layout(Layout::GlobalOrder)
+            .layout(tessera_types::ReadLayout::GlobalOrder)
             .attributes(attrs.iter())
             .with_coordinates(false);
         for (d, dim) in schema.dimensions.iter().enumerate() {

@@ -254,11 +254,11 @@ impl<'a> ReadQuery<'a> {
         self
     }
 
-    /// The order of the cells: a [`ReadLayout`](tessera_types::ReadLayout) (row-major,
-    /// col-major, global order or unordered; the default is row-major for dense arrays and
-    /// global order for sparse ones). A [`Layout`] is taken too, and
-    /// [`Layout::Hilbert`] refused when the query runs.
-    pub fn layout(mut self, layout: impl Into<Layout>) -> Self {
+    /// The order of the cells: row-major, col-major, global order or unordered (the default
+    /// is row-major for dense arrays and global order for sparse ones). A
+    /// [`ReadLayout`](tessera_types::ReadLayout) has no Hilbert order, so a read cannot ask
+    /// for one; `ReadLayout::try_from(layout)` converts a [`Layout`].
+    pub fn layout(mut self, layout: tessera_types::ReadLayout) -> Self {
         self.layout = Some(layout.into());
         self
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tessera_query::consolidate::{Mode, Options, consolidate};
 use tessera_query::{Array, ReadResult};
 use tessera_storage::{LocalStorage, Storage};
-use tessera_types::Layout;
+use tessera_types::ReadLayout;
 
 fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
@@ -46,7 +46,7 @@ fn read_at(storage: &Arc<dyn Storage>, at: u64) -> Option<(bool, Vec<Row>)> {
     let dense = array.schema().is_dense();
     let r = array
         .read()
-        .layout(if dense { Layout::RowMajor } else { Layout::GlobalOrder })
+        .layout(if dense { ReadLayout::RowMajor } else { ReadLayout::GlobalOrder })
         .execute()
         .unwrap();
     let mut rows = rows(&r);

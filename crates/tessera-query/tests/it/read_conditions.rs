@@ -261,10 +261,10 @@ fn with_args<'a>(
         }
         if pair[0] == "--layout" {
             r = r.layout(match pair[1] {
-                "row-major" => tessera_types::Layout::RowMajor,
-                "col-major" => tessera_types::Layout::ColMajor,
-                "global" => tessera_types::Layout::GlobalOrder,
-                _ => tessera_types::Layout::Unordered,
+                "row-major" => tessera_types::ReadLayout::RowMajor,
+                "col-major" => tessera_types::ReadLayout::ColMajor,
+                "global" => tessera_types::ReadLayout::GlobalOrder,
+                _ => tessera_types::ReadLayout::Unordered,
             });
         }
     }

@@ -9,7 +9,7 @@ use tessera_filters::{Filter, FilterPipeline};
 use tessera_query::{Array, Error};
 use tessera_schema::{ArraySchema, Attribute, Dimension};
 use tessera_storage::{LocalStorage, MemoryStorage, Storage};
-use tessera_types::{ArrayType, Datatype, Layout};
+use tessera_types::{ArrayType, Datatype, ReadLayout};
 
 /// Rows and columns of the array; tiles are 600 x 500 int32 (1.2 MB, 19 chunks of 64 KB).
 const ROWS: i64 = 1200;
@@ -60,17 +60,19 @@ fn make(storage: Arc<dyn Storage>, filters: Vec<Filter>) -> Array {
 
 /// The expected values of the cross product of `rows` and `cols` (inclusive ranges) in
 /// `layout`.
-fn expected(rows: &[(i64, i64)], cols: &[(i64, i64)], layout: Layout) -> Vec<i32> {
+fn expected(rows: &[(i64, i64)], cols: &[(i64, i64)], layout: ReadLayout) -> Vec<i32> {
     let rs: Vec<i64> = rows.iter().flat_map(|&(lo, hi)| lo..=hi).collect();
     let cs: Vec<i64> = cols.iter().flat_map(|&(lo, hi)| lo..=hi).collect();
     match layout {
-        Layout::ColMajor => cs.iter().flat_map(|&c| rs.iter().map(move |&r| value(r, c))).collect(),
+        ReadLayout::ColMajor => {
+            cs.iter().flat_map(|&c| rs.iter().map(move |&r| value(r, c))).collect()
+        }
         _ => rs.iter().flat_map(|&r| cs.iter().map(move |&c| value(r, c))).collect(),
     }
 }
 
 /// Reads the cross product of `rows` and `cols` in `layout`, whole and in batches.
-fn check(array: &Array, rows: &[(i64, i64)], cols: &[(i64, i64)], layout: Layout, what: &str) {
+fn check(array: &Array, rows: &[(i64, i64)], cols: &[(i64, i64)], layout: ReadLayout, what: &str) {
     let query = || {
         let mut q = array.read().attributes(["a"]).layout(layout);
         for &(lo, hi) in rows {
@@ -94,18 +96,30 @@ fn check(array: &Array, rows: &[(i64, i64)], cols: &[(i64, i64)], layout: Layout
 fn check_all(array: &Array, what: &str) {
     let full = [(0, ROWS - 1)];
     let all_cols = [(0, COLS - 1)];
-    check(array, &full, &all_cols, Layout::RowMajor, &format!("{what}, full"));
-    check(array, &[(50, 700)], &[(300, 900)], Layout::RowMajor, &format!("{what}, box"));
-    check(array, &[(50, 700)], &[(300, 900)], Layout::ColMajor, &format!("{what}, col-major box"));
+    check(array, &full, &all_cols, ReadLayout::RowMajor, &format!("{what}, full"));
+    check(array, &[(50, 700)], &[(300, 900)], ReadLayout::RowMajor, &format!("{what}, box"));
+    check(
+        array,
+        &[(50, 700)],
+        &[(300, 900)],
+        ReadLayout::ColMajor,
+        &format!("{what}, col-major box"),
+    );
     let strided: Vec<(i64, i64)> = (0..12).map(|i| (i * 100 + 7, i * 100 + 7)).collect();
-    check(array, &strided, &all_cols, Layout::RowMajor, &format!("{what}, strided rows"));
-    check(array, &[(599, 600)], &[(499, 500)], Layout::RowMajor, &format!("{what}, corner"));
-    check(array, &[(1199, 1199)], &[(999, 999)], Layout::RowMajor, &format!("{what}, last cell"));
+    check(array, &strided, &all_cols, ReadLayout::RowMajor, &format!("{what}, strided rows"));
+    check(array, &[(599, 600)], &[(499, 500)], ReadLayout::RowMajor, &format!("{what}, corner"));
+    check(
+        array,
+        &[(1199, 1199)],
+        &[(999, 999)],
+        ReadLayout::RowMajor,
+        &format!("{what}, last cell"),
+    );
     check(
         array,
         &[(0, 3), (1190, 1199)],
         &[(0, 9), (995, 999)],
-        Layout::RowMajor,
+        ReadLayout::RowMajor,
         &format!("{what}, far ranges"),
     );
 }
@@ -214,6 +228,6 @@ fn corrupt_chunk_in_a_full_read_with(name: &str, filters: Vec<Filter>) {
         .unwrap();
     assert_eq!(
         i32s(&res.column("a").unwrap().data),
-        expected(&[(600, ROWS - 1)], &[(500, COLS - 1)], Layout::RowMajor)
+        expected(&[(600, ROWS - 1)], &[(500, COLS - 1)], ReadLayout::RowMajor)
     );
 }

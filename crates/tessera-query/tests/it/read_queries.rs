@@ -10,14 +10,14 @@ use common::*;
 use serde_json::Value as Json;
 use tessera_query::{Array, ReadQuery};
 use tessera_storage::LocalStorage;
-use tessera_types::Layout;
+use tessera_types::ReadLayout;
 
-fn layout(name: &str) -> Layout {
+fn layout(name: &str) -> ReadLayout {
     match name {
-        "row-major" => Layout::RowMajor,
-        "col-major" => Layout::ColMajor,
-        "global" => Layout::GlobalOrder,
-        "unordered" => Layout::Unordered,
+        "row-major" => ReadLayout::RowMajor,
+        "col-major" => ReadLayout::ColMajor,
+        "global" => ReadLayout::GlobalOrder,
+        "unordered" => ReadLayout::Unordered,
         _ => panic!("{name}"),
     }
 }
@@ -262,7 +262,7 @@ fn sparse_multi_range_reads_return_each_cell_once_in_the_layout() {
         let bbox = Json::Array(bbox);
         let got = rows(
             &with_ranges(&array, array.read(), &bbox)
-                .layout(Layout::GlobalOrder)
+                .layout(ReadLayout::GlobalOrder)
                 .execute()
                 .unwrap(),
         );

@@ -17,7 +17,7 @@ use serde_json::Value as Json;
 use tessera_query::aggregate::Aggregate;
 use tessera_query::{Array, Column, ReadQuery, ReadResult};
 use tessera_storage::LocalStorage;
-use tessera_types::Layout;
+use tessera_types::ReadLayout;
 
 /// Splits `LO:HI` where either bound may be a double-quoted JSON string.
 fn split_bounds(text: &str) -> (String, String) {
@@ -83,10 +83,10 @@ impl Query {
                 "--attrs" => read.attributes(v.split(',')),
                 "--where" => read.where_text(v),
                 "--layout" => read.layout(match v {
-                    "row-major" => Layout::RowMajor,
-                    "col-major" => Layout::ColMajor,
-                    "global" => Layout::GlobalOrder,
-                    "unordered" => Layout::Unordered,
+                    "row-major" => ReadLayout::RowMajor,
+                    "col-major" => ReadLayout::ColMajor,
+                    "global" => ReadLayout::GlobalOrder,
+                    "unordered" => ReadLayout::Unordered,
                     _ => panic!("{}: layout {v}", self.id),
                 }),
                 "--at" | "--between" | "--agg" => read,

@@ -10,7 +10,7 @@ use tessera_filters::{Filter, FilterPipeline};
 use tessera_query::{Array, ReadResult};
 use tessera_schema::{ArraySchema, Attribute, Dimension};
 use tessera_storage::LocalStorage;
-use tessera_types::{ArrayType, CELL_VAL_NUM_VAR, Datatype, Layout};
+use tessera_types::{ArrayType, CELL_VAL_NUM_VAR, Datatype, ReadLayout};
 
 /// One cell's attribute values: v (int64, zstd), w (float64, unfiltered), s (string), n
 /// (nullable int32, lz4; `None` for null).
@@ -140,7 +140,7 @@ fn small_boxes_over_many_chunk_tiles() {
     for q in 0..60 {
         let w = [3, 40, 300, 2000][q % 4];
         let (x0, y0) = (rng.next((SIDE - w) as u64) as i64, rng.next((SIDE - w) as u64) as i64);
-        let layout = [Layout::GlobalOrder, Layout::RowMajor, Layout::Unordered][q % 3];
+        let layout = [ReadLayout::GlobalOrder, ReadLayout::RowMajor, ReadLayout::Unordered][q % 3];
         // Every fifth query has a condition keeping about half of the box's cells.
         let cond = q % 5 == 4;
         let cutoff = (x0 + w / 2) * SIDE * 3;
@@ -157,7 +157,7 @@ fn small_boxes_over_many_chunk_tiles() {
         }
         let res = query.execute().unwrap();
         let mut got = column_cells(&res);
-        if layout == Layout::RowMajor {
+        if layout == ReadLayout::RowMajor {
             assert!(got.windows(2).all(|p| p[0].0 < p[1].0), "query {q}: not in row-major order");
         }
         got.sort_by_key(|c| c.0);

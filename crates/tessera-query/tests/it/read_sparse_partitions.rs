@@ -13,7 +13,7 @@ use common::*;
 use serde_json::Value as Json;
 use tessera_query::{Array, ReadQuery, ReadResult};
 use tessera_storage::LocalStorage;
-use tessera_types::Layout;
+use tessera_types::ReadLayout;
 
 /// `crates/tessera-query/tests/data/read/`.
 fn read_data() -> PathBuf {
@@ -75,7 +75,7 @@ const CASES: &[Case] = &[
 ];
 
 /// The read of `c` in `layout`.
-fn build<'a>(array: &'a Array, c: &Case, layout: Layout) -> ReadQuery<'a> {
+fn build<'a>(array: &'a Array, c: &Case, layout: ReadLayout) -> ReadQuery<'a> {
     let mut q = array.read().layout(layout);
     for r in c.ranges {
         let (dim, bounds) = r.split_once('=').unwrap();
@@ -126,7 +126,7 @@ fn batched_rows(q: ReadQuery<'_>, budget: u64, what: &str) -> (Vec<Json>, u64) {
 fn budgeted_sorted_reads_equal_unbounded_reads() {
     for c in CASES {
         let array = open_any(c.array, c.at);
-        for layout in [Layout::RowMajor, Layout::ColMajor] {
+        for layout in [ReadLayout::RowMajor, ReadLayout::ColMajor] {
             let what =
                 format!("{} at {:?} {:?} {:?} {layout:?}", c.array, c.at, c.ranges, c.condition);
             let full = rows(&build(&array, c, layout).execute().unwrap());
@@ -151,8 +151,8 @@ fn spanning_reads_match_libtiledb() {
         let id = q["id"].as_str().unwrap();
         let array = open_any(q["array"].as_str().unwrap(), q["at"].as_u64());
         let layout = match q["layout"].as_str().unwrap() {
-            "row-major" => Layout::RowMajor,
-            _ => Layout::ColMajor,
+            "row-major" => ReadLayout::RowMajor,
+            _ => ReadLayout::ColMajor,
         };
         let build = || {
             let mut r = array.read().layout(layout);
@@ -199,13 +199,13 @@ fn budgeted_sorted_reads_hold_bounded_tile_bytes() {
     assert!(tiles >= 20 && wide * 10 >= tiles * 9, "{wide} of {tiles} tiles span y");
 
     let c = case("orders/sparse_spanning", None, &[], None);
-    let mut batches = build(&array, &c, Layout::ColMajor).batches().unwrap();
+    let mut batches = build(&array, &c, ReadLayout::ColMajor).batches().unwrap();
     let full: usize = batches.by_ref().map(|b| b.unwrap().cell_num()).sum();
     let unbounded = batches.peak_tile_bytes().unwrap();
     assert!(unbounded > 50_000, "{unbounded}");
     let mut peaks = Vec::new();
     for budget in [16_384u64, 12_288, 2048, 256] {
-        let (got, peak) = batched_rows(build(&array, &c, Layout::ColMajor), budget, "spanning");
+        let (got, peak) = batched_rows(build(&array, &c, ReadLayout::ColMajor), budget, "spanning");
         assert_eq!(got.len(), full);
         eprintln!("budget {budget}: peak {peak} of {unbounded} unbounded");
         peaks.push(peak);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tessera_query::{Array, Column, Error};
 use tessera_schema::{ArraySchema, Attribute, Dimension};
 use tessera_storage::{MemoryStorage, Storage};
-use tessera_types::{ArrayType, CELL_VAL_NUM_VAR, Datatype, Layout};
+use tessera_types::{ArrayType, CELL_VAL_NUM_VAR, Datatype, Layout, ReadLayout};
 
 fn i32s(b: &[u8]) -> Vec<i32> {
     b.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()
@@ -143,7 +143,8 @@ fn sparse_unordered_write_is_sorted_into_global_order() {
     let y = [5i64, 2, 3, 1, 40, 2, 90];
     let v: Vec<i32> = (0..7).collect();
     array.write().values("x", &x).values("y", &y).values("v", &v).timestamp(1).submit().unwrap();
-    let res = Array::open(storage).unwrap().read().layout(Layout::GlobalOrder).execute().unwrap();
+    let res =
+        Array::open(storage).unwrap().read().layout(ReadLayout::GlobalOrder).execute().unwrap();
     assert_eq!(i64s(&res.column("x").unwrap().data), [1, 1, 5, 7, 3, 22, 50]);
     assert_eq!(i64s(&res.column("y").unwrap().data), [1, 2, 5, 2, 90, 40, 3]);
     assert_eq!(i32s(&res.column("v").unwrap().data), [3, 1, 0, 5, 6, 4, 2]);

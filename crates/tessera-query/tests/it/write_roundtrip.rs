@@ -11,7 +11,7 @@ use tessera_filters::{Filter, FilterPipeline};
 use tessera_query::{Array, Column};
 use tessera_schema::{ArraySchema, Attribute, Dimension};
 use tessera_storage::MemoryStorage;
-use tessera_types::{ArrayType, CELL_VAL_NUM_VAR, Datatype, Layout};
+use tessera_types::{ArrayType, CELL_VAL_NUM_VAR, Datatype, Layout, ReadLayout};
 
 /// One attribute value: fixed bytes, or a string, or null.
 type Value = Option<Vec<u8>>;
@@ -351,7 +351,7 @@ fn run(spec: &Spec, writes: &[WriteSpec], consolidated: bool) -> Result<(), Test
         let array = Array::open_at(storage.clone(), at).unwrap();
         let res = array
             .read()
-            .layout(if spec.dense { Layout::RowMajor } else { Layout::GlobalOrder })
+            .layout(if spec.dense { ReadLayout::RowMajor } else { ReadLayout::GlobalOrder })
             .execute()
             .map_err(|e| TestCaseError::fail(format!("read at {at}: {e}")))?;
         let n = res.cell_num();
