@@ -235,13 +235,14 @@ struct Tail {
 /// The R-tree payload of a version 3–4 fragment in today's form. Those versions start it
 /// with `dim_num u32 | fanout u32 | datatype u8 | level_num u32` (`RTree::deserialize_v1_v4`
 /// in libtiledb), today's with `fanout u32 | level_num u32`; the levels that follow are the
-/// same (one type, fixed-size ranges). Payloads of other versions are returned as they are.
+/// same (one type, fixed-size ranges). Payloads of other versions (versions 1–2 included,
+/// whose R-tree Tessera builds) are returned as they are.
 ///
 /// # Errors
 /// [`Error::Malformed`] when a version 3–4 payload is shorter than its header or names a
 /// dimension count other than the schema's.
 pub fn rtree_payload(version: u32, payload: Vec<u8>, dim_num: usize) -> Result<Vec<u8>> {
-    if version >= 5 {
+    if !(3..=4).contains(&version) {
         return Ok(payload);
     }
     const STRUCT: &str = "R-tree (format 3-4)";
@@ -344,5 +345,6 @@ mod tests {
         assert_eq!(out[8..], [9, 9]);
         assert!(rtree_payload(4, p.clone(), 2).is_err());
         assert_eq!(rtree_payload(5, p.clone(), 2).unwrap(), p);
+        assert_eq!(rtree_payload(1, p.clone(), 2).unwrap(), p);
     }
 }
