@@ -1094,7 +1094,9 @@ fn webp_conformance(python: &Path, root: &Path) -> Result<()> {
 /// copy of each (under `target/conformance/old-formats`) that libtiledb must list as a format
 /// 22 fragment and read back with the old cells.
 fn old_formats_conformance(python: &Path, root: &Path) -> Result<()> {
-    println!("xtask: old-formats conformance (formats 3-9: tessera read, tessera write into copies)");
+    println!(
+        "xtask: old-formats conformance (formats 3-9: tessera read, tessera write into copies)"
+    );
     if !root.join(CLI_MANIFEST).is_file() {
         loud_skip(&[
             &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),

@@ -127,9 +127,8 @@ fn ensure_venv_with(
     if venv.exists() {
         fs::remove_dir_all(&venv).with_context(|| format!("removing {}", venv.display()))?;
     }
-    let base = python
-        .or_else(|| std::env::var_os("TESSERA_PYTHON"))
-        .unwrap_or_else(|| "python3".into());
+    let base =
+        python.or_else(|| std::env::var_os("TESSERA_PYTHON")).unwrap_or_else(|| "python3".into());
     println!("xtask: creating {} (tiledb=={version})", venv.display());
     run(Command::new(&base).arg("-m").arg("venv").arg(&venv), "python3 -m venv")?;
     run(

@@ -222,9 +222,8 @@ fn load_v3_v9(
     let path = format!("{}/{FRAGMENT_METADATA_FILE}", fragment_dir(name));
     let err = |source| Error::Fragment { file: path.clone(), source: Box::new(source) };
     let schema = schema_for(v3_v9::SCHEMA_NAME)?;
-    let (tail, file_size) = storage
-        .read_tail(&path, FOOTER_PROBE)
-        .map_err(|e| removed_or(e, &path))?;
+    let (tail, file_size) =
+        storage.read_tail(&path, FOOTER_PROBE).map_err(|e| removed_or(e, &path))?;
     let probe_start = file_size.saturating_sub(tail.len() as u64);
     let footer_range = match v3_v9::fixed_footer_size(name.format_version(), &schema) {
         Some(n) => file_size.checked_sub(n).map(|start| start..file_size).ok_or_else(|| {

@@ -123,30 +123,31 @@ pub fn parse(bytes_in: &[u8], schema: &ArraySchema) -> Result<Footer> {
     let dense = flag(4, "dense")?;
     let null_ned = flag(5, "null_non_empty_domain")?;
     let rest = &bytes_in[6..];
-    let (non_empty_domain, used) = if null_ned {
-        if dims.iter().any(|d| d.var) {
-            return Err(Error::malformed(
-                STRUCTURE,
-                "null_non_empty_domain",
-                5,
-                "a null non-empty domain with var-sized dimensions",
-            ));
-        }
-        let n: usize = dims.iter().map(|d| 2 * d.datatype.size()).sum();
-        if rest.len() < n {
-            return Err(Error::malformed(
-                STRUCTURE,
-                "non_empty_domain",
-                6,
-                format!("null domain needs {n} bytes, {} left", rest.len()),
-            ));
-        }
-        (None, n)
-    } else {
-        let (mbr, used): (Mbr, usize) = Mbr::parse(rest, &dims)
-            .map_err(|source| Error::RTree { structure: STRUCTURE, offset: 6, source })?;
-        (Some(mbr), used)
-    };
+    let (non_empty_domain, used) =
+        if null_ned {
+            if dims.iter().any(|d| d.var) {
+                return Err(Error::malformed(
+                    STRUCTURE,
+                    "null_non_empty_domain",
+                    5,
+                    "a null non-empty domain with var-sized dimensions",
+                ));
+            }
+            let n: usize = dims.iter().map(|d| 2 * d.datatype.size()).sum();
+            if rest.len() < n {
+                return Err(Error::malformed(
+                    STRUCTURE,
+                    "non_empty_domain",
+                    6,
+                    format!("null domain needs {n} bytes, {} left", rest.len()),
+                ));
+            }
+            (None, n)
+        } else {
+            let (mbr, used): (Mbr, usize) = Mbr::parse(rest, &dims)
+                .map_err(|source| Error::RTree { structure: STRUCTURE, offset: 6, source })?;
+            (Some(mbr), used)
+        };
     let tail_at = 6 + used;
     let layout = FieldLayout::new(schema, false, false);
     let num = layout.num() as u64;
@@ -191,7 +192,9 @@ pub fn parse(bytes_in: &[u8], schema: &ArraySchema) -> Result<Footer> {
     // have no entry for the coordinates or the dimensions.
     let n = layout.num();
     let fixed = |v: &[u64], absent: u64| -> Vec<u64> {
-        (0..n).map(|idx| v.get(old_index(version, &layout, idx)).copied().unwrap_or(absent)).collect()
+        (0..n)
+            .map(|idx| v.get(old_index(version, &layout, idx)).copied().unwrap_or(absent))
+            .collect()
     };
     let var = |v: &[u64], absent: u64| -> Vec<u64> {
         (0..n).map(|idx| v.get(idx).copied().unwrap_or(absent)).collect()
