@@ -66,7 +66,10 @@ fn refuse_old(frags: &[Arc<Fragment>]) -> Result<()> {
     {
         return Err(Error::Unsupported(format!(
             "consolidating fragment {} (format version {}): fragments older than format \
-             version {} are not consolidated by Tessera",
+             version {} are not consolidated by Tessera (libtiledb 2.30 writes the consolidated \
+             fragment of an array of format 7 to 21 in that old format, which Tessera does not \
+             write, and lists old fragments by their root paths; see \
+             docs/format/older-versions.md)",
             old.name(),
             old.name().format_version(),
             tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION

@@ -275,3 +275,78 @@ fn writes_into_a_format_1_array_name_its_legacy_schema() {
     .unwrap_err();
     assert!(err.to_string().contains("format version 1"), "{err}");
 }
+
+/// Writes into the arrays of formats 3 to 9 (one fixture per format): the new fragment is a
+/// format 22 fragment in `__fragments/` naming `__array_schema.tdb`, the old and new cells
+/// read together, and consolidating the old fragments is refused with the reason (libtiledb
+/// reading Tessera's fragments is checked by the old-formats conformance step).
+#[test]
+fn writes_into_formats_3_to_9_and_consolidation_is_refused() {
+    use std::sync::Arc;
+    use tessera_query::Column;
+    use tessera_storage::LocalStorage;
+
+    for (release, version) in [
+        ("tiledb-0.4.4", 3),
+        ("tiledb-0.5.9", 4),
+        ("tiledb-0.6.6", 5),
+        ("tiledb-0.7.7", 6),
+        ("tiledb-0.8.0", 7),
+        ("tiledb-0.8.11", 8),
+        ("tiledb-0.9.5", 9),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a");
+        copy_tree(&testdata().join("old").join(release).join("sparse_multi_fragment"), &path);
+        let storage = Arc::new(LocalStorage::new(&path));
+        let array = Array::open(storage.clone()).unwrap();
+        assert!(array.fragments().iter().all(|f| f.footer().version == version), "{release}");
+        let t = array.fragments().iter().map(|f| f.name().timestamp_range().1).max().unwrap() + 1;
+        array
+            .write()
+            .timestamp(t)
+            .column(Column {
+                name: "d".into(),
+                datatype: Datatype::Int32,
+                cell_val_num: 1,
+                data: 42i32.to_le_bytes().to_vec(),
+                offsets: None,
+                validity: None,
+            })
+            .column(Column {
+                name: "a".into(),
+                datatype: Datatype::Float64,
+                cell_val_num: 1,
+                data: 0.5f64.to_le_bytes().to_vec(),
+                offsets: None,
+                validity: None,
+            })
+            .column(Column {
+                name: "s".into(),
+                datatype: array.schema().attributes[1].datatype,
+                cell_val_num: tessera_types::CELL_VAL_NUM_VAR,
+                data: b"new".to_vec(),
+                offsets: Some(vec![0]),
+                validity: None,
+            })
+            .submit()
+            .unwrap()
+            .expect("a fragment");
+        let array = Array::open(storage.clone()).unwrap();
+        let newest = array.fragments().last().unwrap();
+        assert_eq!(newest.footer().version, 22, "{release}");
+        assert_eq!(newest.footer().schema_name, "__array_schema.tdb", "{release}");
+        assert!(path.join("__fragments").join(newest.name().as_str()).is_dir(), "{release}");
+        let result = array.read().range_i64("d", 40, 45).execute().unwrap();
+        assert_eq!(rows(&result), vec![json!({"d": 42, "a": 0.5, "s": "new"})], "{release}");
+        let all = array.read().execute().unwrap();
+        assert_eq!(all.cell_num(), 10, "{release}");
+        let err = tessera_query::consolidate::consolidate(
+            storage,
+            tessera_query::consolidate::Mode::Fragments,
+            &Default::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("not consolidated by Tessera"), "{release}: {err}");
+    }
+}
