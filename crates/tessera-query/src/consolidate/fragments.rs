@@ -33,6 +33,7 @@ use tessera_types::names::now_ms;
 use tessera_types::{CELL_VAL_NUM_VAR, Layout};
 
 use crate::condition::{ColumnView, DeleteCondition, FragmentDeleteInfo, delete_marks_views};
+use crate::consolidate::commits::BACK_COMPAT_WRITES_MIN_VERSION;
 use crate::consolidate::{Options, Report};
 use crate::fragment::Fragment;
 use crate::read::column::OutField;
@@ -50,7 +51,7 @@ pub(crate) fn consolidate(storage: Arc<dyn Storage>, options: &Options) -> Resul
     }
     // Fragments in the array folder (before `__fragments/`) would need the old vacuum and
     // commit layout too.
-    refuse_old(array.fragments())?;
+    refuse_old(&array)?;
     if array.schema().is_dense() {
         dense(&array, start, options, true)
     } else {
@@ -58,21 +59,28 @@ pub(crate) fn consolidate(storage: Arc<dyn Storage>, options: &Options) -> Resul
     }
 }
 
-/// Refuses fragments older than format version 12 (see [`consolidate`]).
-fn refuse_old(frags: &[Arc<Fragment>]) -> Result<()> {
-    if let Some(old) = frags
+/// Refuses fragments older than format version 12 in arrays whose schema is of format 7 or
+/// later: libtiledb 2.30 writes the consolidated fragment of such an array in the array's own
+/// format ("back-compat writes"), which Tessera does not write. Arrays of formats 1 to 6 are
+/// consolidated as libtiledb does it: a format 22 fragment in `__fragments/`, and a `.vac` in
+/// `__commits/` listing the old fragments by their root paths.
+fn refuse_old(array: &Array) -> Result<()> {
+    let version = array.schema().version;
+    if version < BACK_COMPAT_WRITES_MIN_VERSION {
+        return Ok(());
+    }
+    if let Some(old) = array
+        .fragments()
         .iter()
         .find(|f| f.name().format_version() < tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION)
     {
         return Err(Error::Unsupported(format!(
-            "consolidating fragment {} (format version {}): fragments older than format \
-             version {} are not consolidated by Tessera (libtiledb 2.30 writes the consolidated \
-             fragment of an array of format 7 to 21 in that old format, which Tessera does not \
-             write, and lists old fragments by their root paths; see \
-             docs/format/older-versions.md)",
+            "consolidating fragment {} (format version {}) of an array of format {version}: \
+             libtiledb 2.30 writes the consolidated fragment of an array of format \
+             {BACK_COMPAT_WRITES_MIN_VERSION} to 21 in that old format, which Tessera does not \
+             write (see docs/format/older-versions.md)",
             old.name(),
             old.name().format_version(),
-            tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION
         )));
     }
     Ok(())
@@ -110,7 +118,7 @@ pub(crate) fn consolidate_list(
             names.len()
         )));
     }
-    refuse_old(array.fragments())?;
+    refuse_old(&array)?;
     if array.schema().is_dense() {
         let schema = array.schema();
         let selected: Vec<&Arc<Fragment>> =
