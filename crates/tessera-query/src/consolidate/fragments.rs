@@ -49,8 +49,8 @@ pub(crate) fn consolidate(storage: Arc<dyn Storage>, options: &Options) -> Resul
     if array.fragments().len() <= 1 {
         return Ok(Report::default());
     }
-    // Fragments in the array folder (before `__fragments/`) would need the old vacuum and
-    // commit layout too.
+    // Fragments in the array folder (before `__fragments/`): only arrays whose new fragments
+    // libtiledb writes in format 22 (schemas before format 7).
     refuse_old(&array)?;
     if array.schema().is_dense() {
         dense(&array, start, options, true)
