@@ -182,7 +182,7 @@ enum Cmd {
     /// under target/old-venvs (xtask/src/old.rs), and the older arrays of TileDB's own
     /// repository described by libtiledb 2.30. Never run in CI.
     FixturesOld {
-        /// Only this release (repeatable), e.g. 0.19.1. Default: all of them.
+        /// Only this release (repeatable), e.g. 0.19.1 or 0.4.4. Default: all of them.
         #[arg(long = "release", value_name = "VERSION")]
         releases: Vec<String>,
         /// A checkout of TileDB-Inc/TileDB: copy its older test arrays too (alone: only

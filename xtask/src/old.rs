@@ -104,12 +104,12 @@ fn ensure_old_venv(root: &Path, version: &str) -> Result<PathBuf> {
     ensure_venv_with(root, version, None, "numpy<2")
 }
 
-/// Creates (or reuses) the venv of `version` with `python` (default: `TESSERA_PYTHON` or
-/// `python3`) and `numpy` (a requirement), and returns its python.
+/// Creates (or reuses) the venv of `version` with `base_python` (default: `TESSERA_PYTHON`
+/// or `python3`) and `numpy` (a requirement), and returns its python.
 fn ensure_venv_with(
     root: &Path,
     version: &str,
-    python: Option<std::ffi::OsString>,
+    base_python: Option<std::ffi::OsString>,
     numpy: &str,
 ) -> Result<PathBuf> {
     let venv = venv_dir(root, version);
@@ -127,8 +127,9 @@ fn ensure_venv_with(
     if venv.exists() {
         fs::remove_dir_all(&venv).with_context(|| format!("removing {}", venv.display()))?;
     }
-    let base =
-        python.or_else(|| std::env::var_os("TESSERA_PYTHON")).unwrap_or_else(|| "python3".into());
+    let base = base_python
+        .or_else(|| std::env::var_os("TESSERA_PYTHON"))
+        .unwrap_or_else(|| "python3".into());
     println!("xtask: creating {} (tiledb=={version})", venv.display());
     run(Command::new(&base).arg("-m").arg("venv").arg(&venv), "python3 -m venv")?;
     run(
