@@ -59,14 +59,16 @@ pub(crate) fn consolidate(storage: Arc<dyn Storage>, options: &Options) -> Resul
     }
 }
 
-/// Refuses fragments older than format version 12 in arrays whose schema is of format 7 or
-/// later: libtiledb 2.30 writes the consolidated fragment of such an array in the array's own
+/// Refuses fragments older than format version 12 in arrays whose schema is of format 7 to
+/// 21: libtiledb 2.30 writes the consolidated fragment of such an array in the array's own
 /// format ("back-compat writes"), which Tessera does not write. Arrays of formats 1 to 6 are
 /// consolidated as libtiledb does it: a format 22 fragment in `__fragments/`, and a `.vac` in
 /// `__commits/` listing the old fragments by their root paths.
 fn refuse_old(array: &Array) -> Result<()> {
+    // libtiledb's `write_version`: the schema's version from 7 on, else the current one
+    // (an upgraded array, whose schema is of format 22, consolidates old fragments too).
     let version = array.schema().version;
-    if version < BACK_COMPAT_WRITES_MIN_VERSION {
+    if !(BACK_COMPAT_WRITES_MIN_VERSION..tessera_types::FORMAT_VERSION).contains(&version) {
         return Ok(());
     }
     if let Some(old) = array

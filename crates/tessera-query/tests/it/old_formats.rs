@@ -382,3 +382,26 @@ fn writes_into_formats_3_to_9_then_consolidation() {
         assert!(left.is_empty(), "{release}: {left:?}");
     }
 }
+
+/// An array of format 7 upgraded to format 22 consolidates its old fragments into a format 22
+/// fragment, as libtiledb does for any array whose schema is of format 22.
+#[test]
+fn an_upgraded_format_7_array_consolidates_its_old_fragments() {
+    use std::sync::Arc;
+    use tessera_query::consolidate::{Mode, consolidate, vacuum};
+    use tessera_storage::LocalStorage;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a");
+    copy_tree(&testdata().join("old/tiledb-0.8.0/sparse_multi_fragment"), &path);
+    let storage = Arc::new(LocalStorage::new(&path));
+    let before = rows(&Array::open(storage.clone()).unwrap().read().execute().unwrap());
+    assert!(consolidate(storage.clone(), Mode::Fragments, &Default::default()).is_err());
+    tessera_query::upgrade_version(storage.as_ref()).unwrap().expect("upgraded");
+    consolidate(storage.clone(), Mode::Fragments, &Default::default()).unwrap();
+    vacuum(storage.as_ref(), Mode::Fragments).unwrap();
+    let array = Array::open(storage.clone()).unwrap();
+    assert_eq!(array.fragments().len(), 1);
+    assert_eq!(array.fragments()[0].footer().version, 22);
+    assert_rows_eq_unordered(&rows(&array.read().execute().unwrap()), &before, "upgraded");
+}
