@@ -44,7 +44,10 @@
 //!   encrypted arrays and a group `tessera` writes read by libtiledb
 //!   (`xtask/fixtures/check_encrypted.py`); then the WebP conformance: the WebP arrays
 //!   libtiledb wrote (`testdata/webp`) read by `tessera`, and lossless WebP arrays `tessera`
-//!   writes read by libtiledb (`xtask/fixtures/check_webp.py`).
+//!   writes read by libtiledb (`xtask/fixtures/check_webp.py`); then the old-formats
+//!   conformance: the arrays of formats 3 to 9 (`testdata/old/tiledb-0.4.4` to `-0.9.5`) read
+//!   by `tessera`, and fragments `tessera` writes into copies of them read by libtiledb
+//!   (`xtask/fixtures/check_old_formats.py`).
 //! * `test`: `cargo test --workspace`, then the facade's `ndarray` feature tests, then the S3
 //!   tests (`#[ignore]`d in plain `cargo test`: `cargo test --test s3 -- --ignored` of
 //!   tessera-object-store and tessera-cli, against moto from the venv), then the doc check
@@ -152,6 +155,8 @@ const GROUPS_OUT: &str = "target/conformance/groups";
 const ENCRYPTED_OUT: &str = "target/conformance/encrypted";
 /// Where the WebP conformance step makes its arrays.
 const WEBP_OUT: &str = "target/conformance/webp";
+/// Where the old-formats conformance step writes into copies of the fixtures of formats 3-9.
+const OLD_FORMATS_OUT: &str = "target/conformance/old-formats";
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask", about = "Tessera project automation")]
@@ -177,7 +182,7 @@ enum Cmd {
     /// under target/old-venvs (xtask/src/old.rs), and the older arrays of TileDB's own
     /// repository described by libtiledb 2.30. Never run in CI.
     FixturesOld {
-        /// Only this release (repeatable), e.g. 0.19.1. Default: all of them.
+        /// Only this release (repeatable), e.g. 0.19.1 or 0.4.4. Default: all of them.
         #[arg(long = "release", value_name = "VERSION")]
         releases: Vec<String>,
         /// A checkout of TileDB-Inc/TileDB: copy its older test arrays too (alone: only
@@ -575,7 +580,7 @@ fn fixtures(root: &Path, families: &[String]) -> Result<()> {
 fn conformance(root: &Path, only: &[String]) -> Result<()> {
     let python = ensure_venv(root)?;
     type Step = fn(&Path, &Path) -> Result<()>;
-    let steps: [(&str, Step); 13] = [
+    let steps: [(&str, Step); 14] = [
         ("fixtures", check_fixtures),
         ("create", create_conformance),
         ("fragments", fragments_conformance),
@@ -589,6 +594,7 @@ fn conformance(root: &Path, only: &[String]) -> Result<()> {
         ("s3", s3_conformance),
         ("encrypted", encrypted_conformance),
         ("webp", webp_conformance),
+        ("old-formats", old_formats_conformance),
     ];
     for o in only {
         if !steps.iter().any(|(n, _)| n == o) {
@@ -1080,6 +1086,28 @@ fn webp_conformance(python: &Path, root: &Path) -> Result<()> {
     let mut cmd = python_script(python, root, "check_webp.py");
     cmd.arg("--tessera").arg(&tessera).args(["--out", WEBP_OUT, "--testdata", "testdata"]);
     run(&mut cmd, "webp conformance check (xtask/fixtures/check_webp.py)")
+}
+
+/// The old-formats conformance step: `xtask/fixtures/check_old_formats.py` reads every array
+/// of the fixtures of formats 3 to 9 (`testdata/old/tiledb-0.4.4` to `-0.9.5`) with `tessera
+/// read`, which must equal libtiledb 2.30's read, then has `tessera write` add a fragment to a
+/// copy of each (under `target/conformance/old-formats`) that libtiledb must list as a format
+/// 22 fragment and read back with the old cells.
+fn old_formats_conformance(python: &Path, root: &Path) -> Result<()> {
+    println!(
+        "xtask: old-formats conformance (formats 3-9: tessera read, tessera write into copies)"
+    );
+    if !root.join(CLI_MANIFEST).is_file() {
+        loud_skip(&[
+            &format!("SKIPPED: tessera-cli not built ({CLI_MANIFEST} does not exist):"),
+            "         writes into arrays of formats 3-9 were NOT checked against libtiledb",
+        ]);
+        return Ok(());
+    }
+    let tessera = build_cli(root)?;
+    let mut cmd = python_script(python, root, "check_old_formats.py");
+    cmd.arg("--tessera").arg(&tessera).args(["--out", OLD_FORMATS_OUT, "--testdata", "testdata"]);
+    run(&mut cmd, "old-formats conformance check (xtask/fixtures/check_old_formats.py)")
 }
 
 /// Whether the CLI binary has a subcommand: `tessera <name> --help` exits 0.

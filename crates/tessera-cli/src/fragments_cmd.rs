@@ -195,6 +195,7 @@ pub(crate) fn layout_json(array: &Array) -> Result<Json> {
             }
             let (pipeline, kind) = match field {
                 Field::Attribute(i) => (schema.attributes[i].filters.clone(), "attribute"),
+                Field::Dimension(_) if zipped => (schema.coords_filters.clone(), "dimension"),
                 Field::Dimension(j) => {
                     (schema.dimension_filters(&schema.dimensions[j]).clone(), "dimension")
                 }

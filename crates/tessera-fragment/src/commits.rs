@@ -266,7 +266,14 @@ impl VacuumFile {
 
     /// A vacuum file listing fragments, as a fragment consolidation writes it.
     pub fn for_fragments<'a>(names: impl IntoIterator<Item = &'a FragmentName>) -> Self {
-        VacuumFile { lines: names.into_iter().map(|n| format!("/{FRAGMENTS_DIR}/{n}")).collect() }
+        let line = |n: &FragmentName| {
+            if n.format_version() < crate::previous::FRAGMENTS_DIR_MIN_VERSION {
+                format!("/{n}") // a fragment in the array folder itself
+            } else {
+                format!("/{FRAGMENTS_DIR}/{n}")
+            }
+        };
+        VacuumFile { lines: names.into_iter().map(line).collect() }
     }
 
     /// Parses the lines.

@@ -1,7 +1,8 @@
 //! Fragment metadata of older format versions (`testdata/old/`, written by older libtiledb
 //! releases and taken from TileDB's repository): every `__fragment_metadata.tdb` parses with
-//! the reader of its version, every part its footer points at decodes, and versions 10 on
-//! rewrite byte for byte (the writer follows the version's layout).
+//! the reader of its version, every part its footer points at decodes (versions 3 to 9: the
+//! R-tree parses too), and versions 10 on rewrite byte for byte (the writer follows the
+//! version's layout).
 
 use std::path::{Path, PathBuf};
 
@@ -62,6 +63,11 @@ fn old_fragment_metadata_parses_and_rewrites() {
             assert!(md.parts(&schema).is_ok(), "{what}");
             continue;
         }
+        if name.format_version() <= 9 {
+            check_v3_v9(&name, &bytes, &array, &what.to_string());
+            versions.insert(v3_v9_version(&bytes, &name, &array));
+            continue;
+        }
         let r = footer_length_range(bytes.len() as u64).unwrap();
         let len = parse_footer_length(&bytes[r.start as usize..]).unwrap();
         let start = bytes.len() - 8 - len as usize;
@@ -79,7 +85,72 @@ fn old_fragment_metadata_parses_and_rewrites() {
         assert!(out == bytes, "{what}: rewritten file differs");
     }
     assert!(
-        [1, 10, 16, 17, 18, 19, 20, 21, 22].iter().all(|v| versions.contains(v)),
+        [1, 3, 4, 5, 6, 7, 8, 9, 10, 16, 17, 18, 19, 20, 21, 22]
+            .iter()
+            .all(|v| versions.contains(v)),
         "{versions:?}"
     );
+}
+
+/// The footer of a version 3-9 file: fixed size from the schema, or the trailing length.
+fn v3_v9_footer(
+    name: &FragmentName,
+    bytes: &[u8],
+    array: &Path,
+) -> (tessera_fragment::Footer, u64, ArraySchema) {
+    use tessera_fragment::previous::v3_v9;
+    let schema =
+        ArraySchema::parse_file(&std::fs::read(array.join("__array_schema.tdb")).unwrap()).unwrap();
+    let size = bytes.len() as u64;
+    let start = match v3_v9::fixed_footer_size(name.format_version(), &schema) {
+        Some(n) => size - n,
+        None => {
+            let r = footer_length_range(size).unwrap();
+            let len = parse_footer_length(&bytes[r.start as usize..]).unwrap();
+            size - 8 - len
+        }
+    };
+    let end = if v3_v9::fixed_footer_size(name.format_version(), &schema).is_some() {
+        size
+    } else {
+        size - 8
+    };
+    let footer = v3_v9::parse(&bytes[start as usize..end as usize], &schema).unwrap();
+    (footer, start, schema)
+}
+
+fn v3_v9_version(bytes: &[u8], name: &FragmentName, array: &Path) -> u32 {
+    v3_v9_footer(name, bytes, array).0.version
+}
+
+/// Every part a version 3-9 footer points at decodes, and the R-tree parses.
+fn check_v3_v9(name: &FragmentName, bytes: &[u8], array: &Path, what: &str) {
+    use tessera_fragment::LazyPart;
+    let (footer, footer_offset, schema) = v3_v9_footer(name, bytes, array);
+    assert!((3..=9).contains(&footer.version), "{what}");
+    if name.format_version() >= 5 {
+        assert_eq!(footer.version, name.format_version(), "{what}");
+    }
+    for (part, offset) in footer.parts() {
+        if offset == tessera_fragment::previous::v3_v9::ABSENT {
+            continue;
+        }
+        let range = footer.part_range(part, footer_offset).unwrap();
+        let payload = part
+            .decode_tile(&bytes[range.start as usize..range.end as usize], range.start)
+            .unwrap_or_else(|e| panic!("{what}: {part}: {e}"));
+        if part == LazyPart::RTree {
+            let payload = tessera_fragment::previous::v3_v9::rtree_payload(
+                footer.version,
+                payload,
+                schema.dimensions.len(),
+            )
+            .unwrap();
+            tessera_rtree::RTree::parse(&payload, &tessera_fragment::dim_types(&schema))
+                .unwrap_or_else(|e| panic!("{what}: R-tree: {e}"));
+        } else {
+            tessera_fragment::parse_u64s(part, &payload)
+                .unwrap_or_else(|e| panic!("{what}: {part}: {e}"));
+        }
+    }
 }

@@ -111,7 +111,9 @@ impl ArrayDirectory {
         let mut vacuumed: HashSet<String> = HashSet::new();
         for (name, path) in &vac_files {
             let (t1, t2) = name.timestamp_range();
-            if !visible(t1, t2, start, end, dense) {
+            // As for fragments: a consolidation of format versions before 15 (whose result
+            // has no per-cell timestamps) counts only when its whole range is open.
+            if !visible(t1, t2, start, end, dense || name.format_version() < 15) {
                 continue;
             }
             let vac = VacuumFile::parse(&storage.read(path)?).map_err(frag_err(path))?;

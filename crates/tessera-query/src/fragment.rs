@@ -124,6 +124,13 @@ impl Fragment {
             return Ok(tree.clone());
         }
         let payload = self.part(storage, LazyPart::RTree)?;
+        // Versions 3-4 start the R-tree with a header of their own.
+        let payload = tessera_fragment::previous::v3_v9::rtree_payload(
+            self.footer.version,
+            payload.to_vec(),
+            self.schema.dimensions.len(),
+        )
+        .map_err(|s| self.error(s))?;
         let tree = RTree::parse(&payload, &tessera_fragment::dim_types(&self.schema)).map_err(
             |source| {
                 self.error(tessera_fragment::Error::RTree {
@@ -202,6 +209,61 @@ fn load_v1_v2(
     })
 }
 
+/// Loads a fragment of format versions 3 to 9, whose footer has no schema name
+/// (`tessera_fragment::previous::v3_v9`): its size follows from the schema, or from the
+/// trailing length when a dimension is var-sized. Footers in consolidated fragment metadata
+/// are not used for these versions: the fragment's own file holds the same footer.
+fn load_v3_v9(
+    storage: &dyn Storage,
+    name: &FragmentName,
+    schema_for: &(dyn Fn(&str) -> Result<Arc<ArraySchema>> + Sync),
+) -> Result<Fragment> {
+    use tessera_fragment::previous::v3_v9;
+    let path = format!("{}/{FRAGMENT_METADATA_FILE}", fragment_dir(name));
+    let err = |source| Error::Fragment { file: path.clone(), source: Box::new(source) };
+    let schema = schema_for(v3_v9::SCHEMA_NAME)?;
+    let (tail, file_size) =
+        storage.read_tail(&path, FOOTER_PROBE).map_err(|e| removed_or(e, &path))?;
+    let probe_start = file_size.saturating_sub(tail.len() as u64);
+    let footer_range = match v3_v9::fixed_footer_size(name.format_version(), &schema) {
+        Some(n) => file_size.checked_sub(n).map(|start| start..file_size).ok_or_else(|| {
+            Error::Corrupt {
+                file: path.clone(),
+                reason: format!(
+                    "{file_size} bytes, shorter than the {n}-byte footer of its format version"
+                ),
+            }
+        })?,
+        None => {
+            let len_range = footer_length_range(file_size).map_err(err)?;
+            let len_at = len_range.start.saturating_sub(probe_start) as usize;
+            let len_bytes = tail.get(len_at..).ok_or_else(|| Error::Corrupt {
+                file: path.clone(),
+                reason: format!("the storage gave {} bytes for its tail", tail.len()),
+            })?;
+            let footer_len = parse_footer_length(len_bytes).map_err(err)?;
+            footer_range(file_size, footer_len).map_err(err)?
+        }
+    };
+    let footer_bytes = if footer_range.start >= probe_start {
+        tail.slice(
+            (footer_range.start - probe_start) as usize..(footer_range.end - probe_start) as usize,
+        )
+    } else {
+        storage.read_range(&path, footer_range.clone())?
+    };
+    let footer = v3_v9::parse(&footer_bytes, &schema).map_err(err)?;
+    Ok(Fragment {
+        name: name.clone(),
+        schema,
+        footer,
+        file_size,
+        footer_offset: footer_range.start,
+        parts: Mutex::new(HashMap::new()),
+        rtree: OnceLock::new(),
+    })
+}
+
 /// A storage error reading `file`, a file of a fragment the open array shows: "not found"
 /// means the fragment was removed (vacuumed) after the array was opened.
 pub(crate) fn removed_or(e: tessera_storage::Error, file: &str) -> Error {
@@ -231,11 +293,7 @@ pub(crate) fn load_fragments(
                 return load_v1_v2(storage, name, schema_for);
             }
             if name.format_version() < tessera_fragment::previous::FOOTER_MIN_VERSION {
-                return Err(Error::Unsupported(format!(
-                    "fragment {name}: format version {} (fixed-size footers of versions 3 to 9 \
-                     are not read yet; Tessera reads 1, 2 and 10 to 22)",
-                    name.format_version()
-                )));
+                return load_v3_v9(storage, name, schema_for);
             }
             let dir = fragment_dir(name);
             let path = format!("{dir}/{FRAGMENT_METADATA_FILE}");

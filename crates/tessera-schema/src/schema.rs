@@ -90,9 +90,16 @@ impl ArraySchema {
     }
 
     /// The filters that apply to dimension `d`'s coordinate tiles (its own, or the schema's
-    /// coords filters when it has none).
+    /// coords filters when it has none). Schemas of format versions 1 to 4 store no filters
+    /// per dimension, and libtiledb 2.30 writes (and reads) the per-dimension files of new
+    /// fragments of such arrays unfiltered: their coords filters only apply to the zipped
+    /// `__coords.tdb` of the old fragments.
     pub fn dimension_filters<'a>(&'a self, d: &'a Dimension) -> &'a FilterPipeline {
-        if d.filters.is_empty() { &self.coords_filters } else { &d.filters }
+        if d.filters.is_empty() && self.version >= crate::previous::DIMENSION_FILTERS_MIN_VERSION {
+            &self.coords_filters
+        } else {
+            &d.filters
+        }
     }
 
     /// Parses a schema payload (the decompressed content of a `__schema/` file).

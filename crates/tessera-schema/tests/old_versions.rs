@@ -49,3 +49,23 @@ fn old_schemas_parse_with_their_versions_layout() {
     );
     assert!(versions.len() >= 9, "{versions:?}");
 }
+
+/// Dimensions of schemas 1-4 have no filters of their own and libtiledb 2.30 writes their
+/// files in new fragments unfiltered; from version 5 a dimension without filters takes the
+/// coords filters (both checked against libtiledb by the old-formats conformance step).
+#[test]
+fn dimension_filters_fall_back_to_the_coords_filters_from_version_5() {
+    for (release, fallback) in
+        [("tiledb-0.4.4", false), ("tiledb-0.5.9", false), ("tiledb-0.6.6", true)]
+    {
+        let path = old_dir().join(release).join("sparse").join("__array_schema.tdb");
+        let schema = ArraySchema::parse_file(&std::fs::read(&path).unwrap()).unwrap();
+        assert!(!schema.coords_filters.is_empty(), "{release}");
+        let d = &schema.dimensions[0];
+        assert_eq!(
+            std::ptr::eq(schema.dimension_filters(d), &schema.coords_filters),
+            fallback,
+            "{release}"
+        );
+    }
+}

@@ -12,10 +12,12 @@
 //! | 9– | `a<i>.tdb`, `d<i>.tdb` | [`crate::Field::data_file`] |
 //! | 1–2 | names `__<uuid>_<t>` | [`crate::FragmentName`] |
 //! | 1–11 | fragments live in the array folder itself, committed by a `<name>.ok` file (before version 5 by their `__fragment_metadata.tdb` alone); the schema of versions 1–9 is `__array_schema.tdb` | the engine's `directory` |
-//! | 10– | the footer of [`crate::Footer`] (3–9 had fixed-size footers without the schema name: not read, no array of those versions is at hand to test with) | [`crate::footer`] |
+//! | 3–9 | footers without the schema name, of a size fixed by the schema unless a dimension is var-sized; versions 3–4 list the zipped coordinates once and their R-tree has a header of its own | [`v3_v9`] |
+//! | 10– | the footer of [`crate::Footer`] | [`crate::footer`] |
 
 pub mod files;
 pub mod v1_v2;
+pub mod v3_v9;
 
 /// The oldest format version whose fragment metadata ends with a [`crate::Footer`].
 pub const FOOTER_MIN_VERSION: u32 = crate::footer::MIN_FOOTER_VERSION;

@@ -282,6 +282,25 @@ pub(super) fn getline(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     })
 }
 
+/// The oldest schema format whose arrays libtiledb 2.30 writes into in their own format
+/// (`constants::back_compat_writes_min_format_version`); older arrays get format 22.
+pub(crate) const BACK_COMPAT_WRITES_MIN_VERSION: u32 = 7;
+
+/// The version of an array's single `__array_schema.tdb` (arrays older than format version
+/// 10, which have no `__schema/`); `None` for other arrays.
+///
+/// # Errors
+/// Storage and schema errors.
+pub(super) fn legacy_schema_version(storage: &dyn Storage) -> Result<Option<u32>> {
+    if storage.is_dir(dirs::SCHEMA)? || !storage.exists(dirs::LEGACY_SCHEMA_FILE)? {
+        return Ok(None);
+    }
+    let file = dirs::LEGACY_SCHEMA_FILE.to_owned();
+    let schema = ArraySchema::parse_file_with_key(&storage.read(&file)?, storage.encryption_key())
+        .map_err(|source| Error::Schema { file, source })?;
+    Ok(Some(schema.version))
+}
+
 /// The write version of the array's newest schema, as libtiledb's
 /// `array_schema_latest().write_version()` for an array opened for writing: the schema file
 /// that lists last; format versions before 7 count as the current one.
@@ -309,7 +328,11 @@ pub(super) fn latest_write_version(storage: &dyn Storage) -> Result<u32> {
     let file = format!("{}/{latest}", dirs::SCHEMA);
     let schema = ArraySchema::parse_file_with_key(&storage.read(&file)?, storage.encryption_key())
         .map_err(|source| Error::Schema { file, source })?;
-    Ok(if schema.version < 7 { FORMAT_VERSION } else { schema.version })
+    Ok(if schema.version < BACK_COMPAT_WRITES_MIN_VERSION {
+        FORMAT_VERSION
+    } else {
+        schema.version
+    })
 }
 
 #[cfg(test)]

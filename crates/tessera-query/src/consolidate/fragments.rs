@@ -35,6 +35,7 @@ use tessera_types::names::now_ms;
 use tessera_types::{CELL_VAL_NUM_VAR, Layout};
 
 use crate::condition::{ColumnView, DeleteCondition, FragmentDeleteInfo, delete_marks_views};
+use crate::consolidate::commits::BACK_COMPAT_WRITES_MIN_VERSION;
 use crate::consolidate::{Options, Report};
 use crate::fragment::Fragment;
 use crate::read::column::OutField;
@@ -51,9 +52,9 @@ pub(crate) fn consolidate(storage: Arc<dyn Storage>, options: &Options) -> Resul
     if array.fragments().len() <= 1 {
         return Ok(Report::default());
     }
-    // Fragments in the array folder (before `__fragments/`) would need the old vacuum and
-    // commit layout too.
-    refuse_old(array.fragments())?;
+    // Fragments in the array folder (before `__fragments/`): only arrays whose new fragments
+    // libtiledb writes in format 22 (schemas before format 7).
+    refuse_old(&array)?;
     // Dense: what fragments older than the range cover (libtiledb's anterior range).
     let anterior = if array.schema().is_dense() && start > 0 {
         let before = Array::open_between(storage.clone(), 0, start - 1)?;
@@ -223,18 +224,30 @@ fn fragment_size(f: &Fragment) -> u64 {
         + f.metadata_file_size()
 }
 
-/// Refuses fragments older than format version 12 (see [`consolidate`]).
-fn refuse_old(frags: &[Arc<Fragment>]) -> Result<()> {
-    if let Some(old) = frags
+/// Refuses fragments older than format version 12 in arrays whose schema is of format 7 to
+/// 21: libtiledb 2.30 writes the consolidated fragment of such an array in the array's own
+/// format ("back-compat writes"), which Tessera does not write. Arrays of formats 1 to 6 are
+/// consolidated as libtiledb does it: a format 22 fragment in `__fragments/`, and a `.vac` in
+/// `__commits/` listing the old fragments by their root paths.
+fn refuse_old(array: &Array) -> Result<()> {
+    // libtiledb's `write_version`: the schema's version from 7 on, else the current one
+    // (an upgraded array, whose schema is of format 22, consolidates old fragments too).
+    let version = array.schema().version;
+    if !(BACK_COMPAT_WRITES_MIN_VERSION..tessera_types::FORMAT_VERSION).contains(&version) {
+        return Ok(());
+    }
+    if let Some(old) = array
+        .fragments()
         .iter()
         .find(|f| f.name().format_version() < tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION)
     {
         return Err(Error::Unsupported(format!(
-            "consolidating fragment {} (format version {}): fragments older than format \
-             version {} are not consolidated by Tessera",
+            "consolidating fragment {} (format version {}) of an array of format {version}: \
+             libtiledb 2.30 writes the consolidated fragment of an array of format \
+             {BACK_COMPAT_WRITES_MIN_VERSION} to 21 in that old format, which Tessera does not \
+             write (see docs/format/older-versions.md)",
             old.name(),
             old.name().format_version(),
-            tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION
         )));
     }
     Ok(())
@@ -272,7 +285,7 @@ pub(crate) fn consolidate_list(
             names.len()
         )));
     }
-    refuse_old(array.fragments())?;
+    refuse_old(&array)?;
     if array.schema().is_dense() {
         let schema = array.schema();
         let selected: Vec<&Arc<Fragment>> =

@@ -35,7 +35,9 @@ use tessera_types::FORMAT_VERSION;
 
 use crate::Result;
 use crate::array::dirs;
-use crate::consolidate::commits::{CommitsDir, latest_write_version, name_of, name_over};
+use crate::consolidate::commits::{
+    CommitsDir, latest_write_version, legacy_schema_version, name_of, name_over,
+};
 use crate::consolidate::{Mode, Report, array_meta, commits, fragment_meta};
 
 /// Removes what consolidation in `mode` made obsolete.
@@ -43,7 +45,15 @@ use crate::consolidate::{Mode, Report, array_meta, commits, fragment_meta};
 /// # Errors
 /// [`crate::Error::NotAnArray`]; storage errors and corrupt commit files.
 pub fn vacuum(storage: &dyn Storage, mode: Mode) -> Result<Report> {
-    latest_write_version(storage)?;
+    // Arrays of formats 1 to 6 (`__array_schema.tdb`) are consolidated into format 22
+    // fragments, as libtiledb does, and their fragments vacuumed; other modes and newer
+    // legacy arrays stay refused.
+    let legacy = legacy_schema_version(storage)?;
+    if !(mode == Mode::Fragments
+        && legacy.is_some_and(|v| v < commits::BACK_COMPAT_WRITES_MIN_VERSION))
+    {
+        latest_write_version(storage)?;
+    }
     match mode {
         Mode::Fragments => vacuum_fragments(storage),
         Mode::Commits => remove_files(storage, commits::files_to_vacuum(storage)?),
@@ -95,10 +105,30 @@ fn vacuum_fragments(storage: &dyn Storage) -> Result<Report> {
             vac_files.push(format!("{}/{}", dirs::COMMITS, e.name));
         }
     }
+    // `.vac` files of consolidations that older releases made in the array folder itself
+    // (format versions before 12), listing the fragments they merged by absolute URIs.
+    if storage.exists(dirs::LEGACY_SCHEMA_FILE)? {
+        let mut root: Vec<String> = storage
+            .list_names("")?
+            .into_iter()
+            .filter(|e| !e.is_dir && e.name.ends_with(".vac"))
+            .filter(|e| {
+                tessera_fragment::FragmentName::parse(&e.name).is_ok_and(|n| {
+                    n.format_version() < tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION
+                })
+            })
+            .map(|e| e.name)
+            .collect();
+        root.sort();
+        vac_files.extend(root);
+    }
     if vac_files.is_empty() {
         return Ok(Report::default());
     }
     let mut listed: HashSet<String> = HashSet::new();
+    // Fragments of the old layout (before format 12) that a consolidation of an array of
+    // format 1 to 6 merged: in the array folder, committed by `<name>.ok`.
+    let mut old_listed: Vec<String> = Vec::new();
     for path in &vac_files {
         let vac =
             VacuumFile::parse(&storage.read(path)?).and_then(|v| v.relative_paths()).map_err(
@@ -107,9 +137,17 @@ fn vacuum_fragments(storage: &dyn Storage) -> Result<Report> {
         for p in vac {
             if let Some(name) = p.strip_prefix(&format!("{}/", dirs::FRAGMENTS)) {
                 listed.insert(name.to_owned());
+            } else if !p.contains('/')
+                && tessera_fragment::FragmentName::parse(&p).is_ok_and(|n| {
+                    n.format_version() < tessera_fragment::previous::FRAGMENTS_DIR_MIN_VERSION
+                })
+            {
+                old_listed.push(p);
             }
         }
     }
+    old_listed.sort();
+    old_listed.dedup();
     let to_vacuum: Vec<&String> = fragments.iter().filter(|f| listed.contains(*f)).collect();
     let to_ignore: Vec<String> = to_vacuum
         .iter()
@@ -151,6 +189,18 @@ fn vacuum_fragments(storage: &dyn Storage) -> Result<Report> {
         let folder = format!("{}/{f}", dirs::FRAGMENTS);
         match storage.remove_dir_all(&folder) {
             Ok(()) => report.inputs.push(folder),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // As libtiledb: the commit (`.ok`) first, then the folder.
+    for f in old_listed {
+        let ok = format!("{f}.ok");
+        if remove_file(storage, &ok)? {
+            report.inputs.push(ok);
+        }
+        match storage.remove_dir_all(&f) {
+            Ok(()) => report.inputs.push(f),
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e.into()),
         }

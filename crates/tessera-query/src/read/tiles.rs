@@ -135,7 +135,12 @@ impl FieldReader {
                     Field::Dimension(d),
                     dim.datatype,
                     dim.cell_val_num,
-                    schema.dimension_filters(dim),
+                    // the zipped coordinates of versions 1-4 take the coords filters
+                    if tessera_fragment::previous::zipped_coords(version) {
+                        &schema.coords_filters
+                    } else {
+                        schema.dimension_filters(dim)
+                    },
                     false,
                 )
             }

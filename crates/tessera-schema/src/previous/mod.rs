@@ -13,3 +13,7 @@ pub(crate) mod v1_v4;
 
 /// The single schema file of arrays older than format version 10, at the array root.
 pub const LEGACY_SCHEMA_FILE: &str = "__array_schema.tdb";
+
+/// The first schema version whose dimensions carry filters of their own (and fall back to
+/// the coords filters when they have none); see [`crate::ArraySchema::dimension_filters`].
+pub const DIMENSION_FILTERS_MIN_VERSION: u32 = 5;
