@@ -342,12 +342,11 @@ trait SumAcc: Copy {
     /// Zero.
     const ZERO: Self;
     fn safe_add(&mut self, v: Self) -> bool;
-    /// `self + v` where no overflow can happen (a narrow block's sum), tracking the
-    /// negative part apart for unsigned sums (none).
-    fn wrapping(self, v: Self, neg: &mut Self) -> Self;
+    /// `self + v` where no overflow can happen (a narrow block's sum).
+    fn wrapping(self, v: Self) -> Self;
     /// Adds a block's sum when the running sum cannot overflow within the block (narrow
     /// integers: its magnitude has 2^48 of room); `false` (nothing added) otherwise.
-    fn add_block(&mut self, part: Self, neg: Self) -> bool;
+    fn add_block(&mut self, part: Self) -> bool;
     /// `|self|` as an `f64`.
     fn magnitude(self) -> f64;
     /// `self += v` without the overflow test.
@@ -357,10 +356,10 @@ trait SumAcc: Copy {
 impl SumAcc for i64 {
     const ZERO: i64 = 0;
     #[inline(always)]
-    fn wrapping(self, v: i64, _: &mut i64) -> i64 {
+    fn wrapping(self, v: i64) -> i64 {
         self.wrapping_add(v)
     }
-    fn add_block(&mut self, part: i64, _: i64) -> bool {
+    fn add_block(&mut self, part: i64) -> bool {
         if self.unsigned_abs() > (i64::MAX as u64) - (1 << 48) {
             return false;
         }
@@ -391,10 +390,10 @@ impl SumAcc for i64 {
 impl SumAcc for u64 {
     const ZERO: u64 = 0;
     #[inline(always)]
-    fn wrapping(self, v: u64, _: &mut u64) -> u64 {
+    fn wrapping(self, v: u64) -> u64 {
         self.wrapping_add(v)
     }
-    fn add_block(&mut self, part: u64, _: u64) -> bool {
+    fn add_block(&mut self, part: u64) -> bool {
         if *self > u64::MAX - (1 << 48) {
             return false;
         }
@@ -425,10 +424,10 @@ impl SumAcc for u64 {
 impl SumAcc for f64 {
     const ZERO: f64 = 0.0;
     #[inline(always)]
-    fn wrapping(self, v: f64, _: &mut f64) -> f64 {
+    fn wrapping(self, v: f64) -> f64 {
         self + v
     }
-    fn add_block(&mut self, _: f64, _: f64) -> bool {
+    fn add_block(&mut self, _: f64) -> bool {
         false
     }
     fn magnitude(self) -> f64 {
@@ -1123,7 +1122,21 @@ fn scan_run(
                 },
                 None => None,
             };
-            scan_block::<$t>(field, acc, data, validity, mask);
+            // Aligned little-endian cells are read in place; others decoded once.
+            let typed: Option<&[$t]> = if cfg!(target_endian = "little") {
+                bytemuck::try_cast_slice(data).ok()
+            } else {
+                None
+            };
+            let decoded: Vec<$t>;
+            let vals = match typed {
+                Some(v) => v,
+                None => {
+                    decoded = data.chunks_exact(size).map(<$t>::read_le).collect();
+                    &decoded
+                }
+            };
+            scan_block::<$t>(field, acc, vals, validity, mask);
             true
         }};
     }
@@ -1142,7 +1155,7 @@ fn scan_run(
 }
 
 /// A numeric type with the kernels of [`scan_block`].
-trait Fast: Value {
+trait Fast: Value + bytemuck::Pod {
     /// Whether it is a float (min/max need `NaN` and `-0.0` care; sums round).
     const FLOAT: bool;
     /// Whether it is an integer of at most 4 bytes (block sums cannot overflow the sum type).
@@ -1195,15 +1208,14 @@ const LANES: usize = 8;
 fn scan_block<T: Fast>(
     field: &AggField,
     acc: &mut FieldAcc,
-    data: &[u8],
+    vals: &[T],
     validity: Option<&[u8]>,
     mask: Option<&[bool]>,
 ) {
-    let n = data.len() / T::SIZE;
-    let sel = |i: usize| -> bool {
-        mask.is_none_or(|m| m[i]) && validity.is_none_or(|v| v[i] != 0)
-    };
-    let val = |i: usize| T::read_le(&data[i * T::SIZE..(i + 1) * T::SIZE]);
+    let n = vals.len();
+    let sel =
+        |i: usize| -> bool { mask.is_none_or(|m| m[i]) && validity.is_none_or(|v| v[i] != 0) };
+    let val = |i: usize| vals[i];
     // Counts.
     let picked: u64 = match (mask, validity) {
         (None, None) => n as u64,
@@ -1226,7 +1238,7 @@ fn scan_block<T: Fast>(
             if overflow {
                 break;
             }
-            if !block_sum::<T>(&mut sum, data, b0, b1, &sel) {
+            if !block_sum::<T>(&mut sum, &vals[b0..b1], b0, &sel) {
                 // Cell by cell, with the overflow test of each addition.
                 for i in b0..b1 {
                     if sel(i) && !sum.safe_add(val(i).widen()) {
@@ -1315,36 +1327,34 @@ fn scan_block<T: Fast>(
 #[inline]
 fn block_sum<T: Fast>(
     sum: &mut T::Acc,
-    data: &[u8],
+    vals: &[T],
     b0: usize,
-    b1: usize,
     sel: &impl Fn(usize) -> bool,
 ) -> bool {
-    let val = |i: usize| T::read_le(&data[i * T::SIZE..(i + 1) * T::SIZE]);
     if T::NARROW {
         // |block sum| <= 2^16 * 2^32 = 2^48.
         let mut part = T::Acc::ZERO;
-        let mut neg = T::Acc::ZERO;
-        for i in b0..b1 {
-            let v = if sel(i) { val(i) } else { T::default() };
-            part = part.wrapping(v.widen(), &mut neg);
+        for (i, &v) in vals.iter().enumerate() {
+            let v = if sel(b0 + i) { v } else { T::default() };
+            part = part.wrapping(v.widen());
         }
-        return sum.add_block(part, neg);
+        return sum.add_block(part);
     }
     if T::FLOAT {
         let mut bound = 0f64;
-        for i in b0..b1 {
-            let m = if sel(i) { val(i).mag() } else { 0.0 };
+        for (i, &v) in vals.iter().enumerate() {
+            let m = if sel(b0 + i) { v.mag() } else { 0.0 };
             bound = if m > bound { m } else { bound };
         }
-        // Infinities and NaN values fail the bound (and take the per-cell path).
+        // Infinities fail the bound (and take the per-cell path); NaN values add as
+        // `safe_add` adds them.
         let start = sum.magnitude();
-        if !(start + bound * (b1 - b0) as f64 <= f64::MAX / 2.0) {
+        if !(start + bound * vals.len() as f64 <= f64::MAX / 2.0) {
             return false;
         }
-        for i in b0..b1 {
-            if sel(i) {
-                sum.plain_add(val(i).widen());
+        for (i, &v) in vals.iter().enumerate() {
+            if sel(b0 + i) {
+                sum.plain_add(v.widen());
             }
         }
         return true;
@@ -1535,12 +1545,13 @@ mod tests {
         let mut b = a.clone();
         let picked = mask.iter().enumerate().filter(|(_, k)| **k).map(|(i, _)| i);
         scan_num::<T>(field, &mut a, &view, picked);
-        scan_block::<T>(field, &mut b, &data, view.validity, Some(&mask));
+        let vals: Vec<T> = cells.iter().map(|c| c.0).collect();
+        scan_block::<T>(field, &mut b, &vals, view.validity, Some(&mask));
         proptest::prop_assert_eq!(state(&a), state(&b));
         let mut c = FieldAcc::new(field);
         let mut d = c.clone();
         scan_num::<T>(field, &mut c, &view, 0..cells.len());
-        scan_block::<T>(field, &mut d, &data, view.validity, None);
+        scan_block::<T>(field, &mut d, &vals, view.validity, None);
         proptest::prop_assert_eq!(state(&c), state(&d));
         Ok(())
     }

@@ -28,9 +28,9 @@ fn err(message: String) -> Error {
 
 /// A number type cells compare as, with the unsigned type of the same width whose bit
 /// patterns `in`/`not in` compare.
-pub(crate) trait Num: Primitive {
+pub(crate) trait Num: Primitive + bytemuck::Pod {
     /// The same-width unsigned type.
-    type Bits: Copy + Ord + Eq + std::hash::Hash + Default + Send + Sync + 'static;
+    type Bits: Copy + Ord + Eq + std::hash::Hash + Default + bytemuck::Pod + Send + Sync + 'static;
     /// The bit pattern of the little-endian bytes `b` (at least the width).
     fn bits(b: &[u8]) -> Self::Bits;
 }
@@ -110,19 +110,36 @@ pub(crate) struct NumKernel<'a, T: Num> {
 impl<T: Num> NumKernel<'_, T> {
     fn run(&self, start: usize, out: &mut [bool]) {
         let data = &self.data[start * T::SIZE..(start + out.len()) * T::SIZE];
+        // Aligned little-endian cells are read in place as `T` (loads the compiler turns into
+        // vector loads); others are decoded from their bytes.
+        let typed: Option<&[T]> =
+            if cfg!(target_endian = "little") { bytemuck::try_cast_slice(data).ok() } else { None };
         let Some(set) = &self.set else {
-            per_op!(self.op, out, data.chunks_exact(T::SIZE).map(T::read_le), self.value);
+            match typed {
+                Some(vals) => per_op!(self.op, out, vals.iter().copied(), self.value),
+                None => {
+                    per_op!(self.op, out, data.chunks_exact(T::SIZE).map(T::read_le), self.value)
+                }
+            }
             return;
         };
-        let cells = data.chunks_exact(T::SIZE).map(T::bits);
+        let bits: Option<&[T::Bits]> =
+            if cfg!(target_endian = "little") { bytemuck::try_cast_slice(data).ok() } else { None };
         match set {
             BitSet::Few(members) => {
                 out.fill(false);
                 for &m in members {
-                    out.iter_mut().zip(cells.clone()).for_each(|(o, b)| *o |= b == m);
+                    match bits {
+                        Some(b) => out.iter_mut().zip(b).for_each(|(o, &b)| *o |= b == m),
+                        None => out
+                            .iter_mut()
+                            .zip(data.chunks_exact(T::SIZE).map(T::bits))
+                            .for_each(|(o, b)| *o |= b == m),
+                    }
                 }
             }
             BitSet::Many(sorted) => {
+                let cells = data.chunks_exact(T::SIZE).map(T::bits);
                 out.iter_mut().zip(cells).for_each(|(o, b)| *o = sorted.binary_search(&b).is_ok());
             }
             BitSet::Table(table) => {
