@@ -1212,9 +1212,36 @@ fn scan_block<T: Fast>(
     validity: Option<&[u8]>,
     mask: Option<&[bool]>,
 ) {
+    // One monomorphic loop body per kind of selection, so that none tests options per cell.
     let n = vals.len();
-    let sel =
-        |i: usize| -> bool { mask.is_none_or(|m| m[i]) && validity.is_none_or(|v| v[i] != 0) };
+    match (mask, validity) {
+        (None, None) => scan_sel(field, acc, vals, validity, mask, |_| true),
+        (Some(m), None) => {
+            let m = &m[..n];
+            scan_sel(field, acc, vals, validity, mask, |i| m[i])
+        }
+        (None, Some(v)) => {
+            let v = &v[..n];
+            scan_sel(field, acc, vals, validity, mask, |i| v[i] != 0)
+        }
+        (Some(m), Some(v)) => {
+            let (m, v) = (&m[..n], &v[..n]);
+            scan_sel(field, acc, vals, validity, mask, |i| m[i] & (v[i] != 0))
+        }
+    }
+}
+
+/// [`scan_block`] with `sel(i)`: whether cell `i` is selected and not null.
+#[inline(always)]
+fn scan_sel<T: Fast>(
+    field: &AggField,
+    acc: &mut FieldAcc,
+    vals: &[T],
+    validity: Option<&[u8]>,
+    mask: Option<&[bool]>,
+    sel: impl Fn(usize) -> bool + Copy,
+) {
+    let n = vals.len();
     let val = |i: usize| vals[i];
     // Counts.
     let picked: u64 = match (mask, validity) {
