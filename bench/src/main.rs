@@ -507,6 +507,7 @@ fn read_back(spec: &Spec, target: &Path) -> Result<ReadOutcome> {
         timestamp: None,
         columns: Vec::new(),
         aggregate: None,
+        condition: None,
     })
 }
 

@@ -1376,7 +1376,8 @@ fn block_sum<T: Fast>(
         // Infinities fail the bound (and take the per-cell path); NaN values add as
         // `safe_add` adds them.
         let start = sum.magnitude();
-        if !(start + bound * vals.len() as f64 <= f64::MAX / 2.0) {
+        let room = (start + bound * vals.len() as f64).partial_cmp(&(f64::MAX / 2.0));
+        if !matches!(room, Some(Ordering::Less | Ordering::Equal)) {
             return false;
         }
         for (i, &v) in vals.iter().enumerate() {
