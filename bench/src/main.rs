@@ -30,7 +30,9 @@
 //! An `aggregate` spec is a `read` spec with `"aggregate": "sum"` (or `min`, `max`, `mean`,
 //! `null_count`): each query computes that aggregate of `checksum_field` (timed) instead of
 //! returning cells. `cells` is the number of queries and `checksum` `[v, 0, 0]` where `v` is
-//! the wrapping sum of the results as 64-bit integers (a float result: its bits).
+//! the wrapping sum of the results as 64-bit integers (a float sum or mean: the bits of its
+//! value rounded to 12 significant digits, since the engines add in different orders; a
+//! float minimum or maximum: its bits).
 //!
 //! A `read` or `aggregate` spec may hold `"condition": "a >= 500"`, a query condition every
 //! query applies (dense reads return the fill value for cells failing it, as libtiledb does).
@@ -413,7 +415,11 @@ fn run_aggregate(spec: &Spec) -> Result<serde_json::Value> {
         let bits = match values.first() {
             Some(AggregateValue::Int(v)) => *v as u64,
             Some(AggregateValue::UInt(v)) => *v,
-            Some(AggregateValue::Float(v)) => v.to_bits(),
+            // Sums and means of floats depend on the order of the additions, which differs
+            // between the engines: compared to 12 significant digits.
+            Some(AggregateValue::Float(v)) => {
+                format!("{v:.11e}").parse::<f64>().unwrap_or(*v).to_bits()
+            }
             Some(AggregateValue::Null) => 0,
             // A minimum or maximum: as tiledb-py's number (a float's f64 bits, an integer
             // as a 64-bit integer).

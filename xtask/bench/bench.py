@@ -239,7 +239,12 @@ def _filtered_aggregates(kind: str, datasets_: list, ranges) -> list:
     out = []
     one, three = CONDITIONS[kind]
     for ds in datasets_:
-        for op in ("count", "sum", "min", "mean"):
+        # libtiledb's dense count under a condition counts every cell of the subarray (its
+        # dense reads return failing cells as fill values); Tessera's counts the matching
+        # ones (see crates/tessera-query/src/aggregate.rs): compared on sparse arrays only.
+        ops = ("count", "sum", "min", "mean") if kind == "sparse_points" else ("sum", "min",
+                                                                               "mean")
+        for op in ops:
             for tag, cond in (("1cond", one), ("3cond", three)):
                 out.append(Workload(f"{ds}_{op}_{tag}", ds,
                                     f"{op} of a over {ds} where {cond}",
@@ -294,8 +299,9 @@ WORKLOADS = [
     *_filtered_aggregates("dense_float64", ["dense_float64", "dense_float64_zstd"],
                           _full_ranges),
     *_filtered_aggregates("sparse_points", ["sparse_points"], []),
-    Workload("strings_count_cond", "strings", "count of the 5 M strings where s >= 'm'",
-             agg_spec("count", "s >= 'm'", "s", lambda i: [["i", [[0, i["params"]["n"] - 1]]]])),
+    Workload("strings_where", "strings", "read of the 5 M strings where s >= 'm' (about half)",
+             where_spec("s >= 'm'", (), ["s"], lambda i: [["i", [[0, i["params"]["n"] - 1]]]],
+                        "row-major")),
     Workload("sparse_points_where1pct", "sparse_points",
              "sparse points read where a < 0.01 (1 % of the cells)",
              where_spec("a < 0.01", ("x", "y"), ["a"], [], "global")),
