@@ -30,7 +30,13 @@
 //! An `aggregate` spec is a `read` spec with `"aggregate": "sum"` (or `min`, `max`, `mean`,
 //! `null_count`): each query computes that aggregate of `checksum_field` (timed) instead of
 //! returning cells. `cells` is the number of queries and `checksum` `[v, 0, 0]` where `v` is
-//! the wrapping sum of the results as 64-bit integers (a float result: its bits).
+//! the wrapping sum of the results as 64-bit integers (a float sum or mean: the bits of its
+//! value rounded to 12 significant digits, since the engines add in different orders; a
+//! float minimum or maximum: its bits).
+//!
+//! A `read` or `aggregate` spec may hold `"condition": "a >= 500"`, a query condition every
+//! query applies (dense reads return the fill value for cells failing it, as libtiledb does).
+//! `"aggregate": "count"` counts the cells (of no field).
 //!
 //! A `consolidate` spec (`{"op": "consolidate", "array": ..., "scratch": ...,
 //! "checksum_field": "a"}`) copies `array` to `<scratch>/tessera` (not timed), consolidates its
@@ -130,6 +136,10 @@ struct Spec {
     /// `aggregate`: the aggregate of `checksum_field` each query computes.
     #[serde(default)]
     aggregate: Option<String>,
+    /// `read` and `aggregate`: a query condition every query applies (text that both
+    /// `tessera read --where` and tiledb-py's `QueryCondition` parse alike).
+    #[serde(default)]
+    condition: Option<String>,
 }
 
 /// One field's input files of a `write`.
@@ -380,8 +390,12 @@ fn run_write(spec: &Spec) -> Result<serde_json::Value> {
 /// Opens the array once and computes the spec's aggregate of `checksum_field` per query.
 fn run_aggregate(spec: &Spec) -> Result<serde_json::Value> {
     let name = spec.aggregate.as_deref().context("an aggregate spec needs \"aggregate\"")?;
-    let aggregate = Aggregate::parse(&format!("{name}({})", spec.checksum_field))
-        .with_context(|| format!("aggregate {name:?}"))?;
+    let aggregate = if name == "count" {
+        Aggregate::count()
+    } else {
+        Aggregate::parse(&format!("{name}({})", spec.checksum_field))
+            .with_context(|| format!("aggregate {name:?}"))?
+    };
     let setup_rss = peak_rss_mb();
     let mut timed = Duration::ZERO;
     let start = Instant::now();
@@ -401,8 +415,19 @@ fn run_aggregate(spec: &Spec) -> Result<serde_json::Value> {
         let bits = match values.first() {
             Some(AggregateValue::Int(v)) => *v as u64,
             Some(AggregateValue::UInt(v)) => *v,
-            Some(AggregateValue::Float(v)) => v.to_bits(),
+            // Sums and means of floats depend on the order of the additions, which differs
+            // between the engines: compared to 12 significant digits.
+            Some(AggregateValue::Float(v)) => {
+                format!("{v:.11e}").parse::<f64>().unwrap_or(*v).to_bits()
+            }
             Some(AggregateValue::Null) => 0,
+            // A minimum or maximum: as tiledb-py's number (a float's f64 bits, an integer
+            // as a 64-bit integer).
+            Some(v @ AggregateValue::Value { datatype, .. }) => match v.as_f64() {
+                Some(x) if datatype.is_float() => x.to_bits(),
+                Some(x) => x as i64 as u64,
+                None => bail!("unexpected aggregate value {v:?}"),
+            },
             other => bail!("unexpected aggregate value {other:?}"),
         };
         total = total.wrapping_add(bits);
@@ -488,6 +513,7 @@ fn read_back(spec: &Spec, target: &Path) -> Result<ReadOutcome> {
         timestamp: None,
         columns: Vec::new(),
         aggregate: None,
+        condition: None,
     })
 }
 
@@ -544,6 +570,9 @@ fn build_query<'a>(
         array.read().dimensions(spec.dims.iter().cloned()).attributes(spec.attrs.iter().cloned());
     if let Some(layout) = layout {
         read = read.layout(layout);
+    }
+    if let Some(text) = &spec.condition {
+        read = read.where_text(text);
     }
     for (dim, ranges) in &q.ranges {
         for (lo, hi) in ranges {

@@ -203,6 +203,55 @@ def dense_sum(info: dict) -> dict:
             "checksum_field": "a", "queries": [{"ranges": _full_2d(n)}]}
 
 
+def agg_spec(op: str, condition: str, field: str, ranges: list) -> Callable[[dict], dict]:
+    """An aggregate ``op`` of ``field`` (``count``: of the cells) under ``condition``."""
+    def spec(info: dict) -> dict:
+        r = ranges if not callable(ranges) else ranges(info)
+        return {"op": "aggregate", "aggregate": op, "open_in_timer": False, "attrs": [field],
+                "checksum_field": field, "condition": condition, "queries": [{"ranges": r}]}
+    return spec
+
+
+def where_spec(condition: str, dims: tuple, attrs: list, ranges, layout: str):
+    """A read of ``attrs`` under ``condition``."""
+    def spec(info: dict) -> dict:
+        r = ranges if not callable(ranges) else ranges(info)
+        out = read_spec(dims=dims, attrs=attrs, layout=layout, queries=[{"ranges": r}])
+        out["condition"] = condition
+        return out
+    return spec
+
+
+def _full_ranges(info: dict) -> list:
+    return _full_2d(info["params"]["n"])
+
+
+# One and three conditions per dataset kind (values: dense int32 in [-1000, 1000), dense
+# float64 those / 8, sparse float64 uniform in [0, 1)).
+CONDITIONS = {
+    "dense_int32": ("a >= 500", "a >= -500 and a < 800 and a != 0"),
+    "dense_float64": ("a >= 62.5", "a >= -62.5 and a < 100.0 and a != 0.0"),
+    "sparse_points": ("a >= 0.75", "a >= 0.1 and a < 0.9 and a != 0.5"),
+}
+
+
+def _filtered_aggregates(kind: str, datasets_: list, ranges) -> list:
+    out = []
+    one, three = CONDITIONS[kind]
+    for ds in datasets_:
+        # libtiledb's dense count under a condition counts every cell of the subarray (its
+        # dense reads return failing cells as fill values); Tessera's counts the matching
+        # ones (see crates/tessera-query/src/aggregate.rs): compared on sparse arrays only.
+        ops = ("count", "sum", "min", "mean") if kind == "sparse_points" else ("sum", "min",
+                                                                               "mean")
+        for op in ops:
+            for tag, cond in (("1cond", one), ("3cond", three)):
+                out.append(Workload(f"{ds}_{op}_{tag}", ds,
+                                    f"{op} of a over {ds} where {cond}",
+                                    agg_spec(op, cond, "a", ranges)))
+    return out
+
+
 def consolidate_all(info: dict) -> dict:
     # Every fragment into one, with each engine's default settings (libtiledb's config
     # defaults: one step over all fragments).
@@ -246,6 +295,25 @@ WORKLOADS = [
              fragments_one_cell),
     Workload("dense_int32_sum", "dense_int32", "sum of every cell of the dense int32 array",
              dense_sum),
+    *_filtered_aggregates("dense_int32", ["dense_int32", "dense_int32_zstd"], _full_ranges),
+    *_filtered_aggregates("dense_float64", ["dense_float64", "dense_float64_zstd"],
+                          _full_ranges),
+    *_filtered_aggregates("sparse_points", ["sparse_points"], []),
+    Workload("strings_where", "strings", "read of the 5 M strings where s >= 'm' (about half)",
+             where_spec("s >= 'm'", (), ["s"], lambda i: [["i", [[0, i["params"]["n"] - 1]]]],
+                        "row-major")),
+    Workload("sparse_points_where1pct", "sparse_points",
+             "sparse points read where a < 0.01 (1 % of the cells)",
+             where_spec("a < 0.01", ("x", "y"), ["a"], [], "global")),
+    Workload("sparse_points_where50pct", "sparse_points",
+             "sparse points read where a < 0.5 (50 % of the cells)",
+             where_spec("a < 0.5", ("x", "y"), ["a"], [], "global")),
+    Workload("dense_int32_where1pct", "dense_int32",
+             "dense int32 full read where a >= 980 (1 % pass; the rest are fill values)",
+             where_spec("a >= 980", (), ["a"], _full_ranges, "row-major")),
+    Workload("dense_int32_where50pct", "dense_int32",
+             "dense int32 full read where a >= 0 (50 % pass; the rest are fill values)",
+             where_spec("a >= 0", (), ["a"], _full_ranges, "row-major")),
     Workload("consolidate_100_fragments", "consolidate",
              "consolidate 100 fragments of a 1-D zstd int32 array into one", consolidate_all,
              scratch=True),

@@ -339,10 +339,39 @@ pub(crate) enum Sum {
 /// Adding into a sum type with libtiledb's `SafeSum` rule: `false` on overflow, the sum then
 /// saturated at the type's maximum (or lowest value, for a negative addition).
 trait SumAcc: Copy {
+    /// Zero.
+    const ZERO: Self;
     fn safe_add(&mut self, v: Self) -> bool;
+    /// `self + v` where no overflow can happen (a narrow block's sum).
+    fn wrapping(self, v: Self) -> Self;
+    /// Adds a block's sum when the running sum cannot overflow within the block (narrow
+    /// integers: its magnitude has 2^48 of room); `false` (nothing added) otherwise.
+    fn add_block(&mut self, part: Self) -> bool;
+    /// `|self|` as an `f64`.
+    fn magnitude(self) -> f64;
+    /// `self += v` without the overflow test.
+    fn plain_add(&mut self, v: Self);
 }
 
 impl SumAcc for i64 {
+    const ZERO: i64 = 0;
+    #[inline(always)]
+    fn wrapping(self, v: i64) -> i64 {
+        self.wrapping_add(v)
+    }
+    fn add_block(&mut self, part: i64) -> bool {
+        if self.unsigned_abs() > (i64::MAX as u64) - (1 << 48) {
+            return false;
+        }
+        *self += part;
+        true
+    }
+    fn magnitude(self) -> f64 {
+        self.unsigned_abs() as f64
+    }
+    fn plain_add(&mut self, v: i64) {
+        *self = self.wrapping_add(v);
+    }
     #[inline]
     fn safe_add(&mut self, v: i64) -> bool {
         match self.checked_add(v) {
@@ -359,6 +388,24 @@ impl SumAcc for i64 {
 }
 
 impl SumAcc for u64 {
+    const ZERO: u64 = 0;
+    #[inline(always)]
+    fn wrapping(self, v: u64) -> u64 {
+        self.wrapping_add(v)
+    }
+    fn add_block(&mut self, part: u64) -> bool {
+        if *self > u64::MAX - (1 << 48) {
+            return false;
+        }
+        *self += part;
+        true
+    }
+    fn magnitude(self) -> f64 {
+        self as f64
+    }
+    fn plain_add(&mut self, v: u64) {
+        *self = self.wrapping_add(v);
+    }
     #[inline]
     fn safe_add(&mut self, v: u64) -> bool {
         match self.checked_add(v) {
@@ -375,6 +422,21 @@ impl SumAcc for u64 {
 }
 
 impl SumAcc for f64 {
+    const ZERO: f64 = 0.0;
+    #[inline(always)]
+    fn wrapping(self, v: f64) -> f64 {
+        self + v
+    }
+    fn add_block(&mut self, _: f64) -> bool {
+        false
+    }
+    fn magnitude(self) -> f64 {
+        self.abs()
+    }
+    #[inline(always)]
+    fn plain_add(&mut self, v: f64) {
+        *self += v;
+    }
     #[inline]
     fn safe_add(&mut self, v: f64) -> bool {
         if (*self < 0.0) == (v < 0.0) && self.abs() > f64::MAX - v.abs() {
@@ -845,6 +907,18 @@ impl Partial {
             scan_fill(field, acc, n);
             return;
         };
+        if let Some(num) = field.num.filter(|_| !field.string) {
+            let run = match cells {
+                Cells::Range(s, e) => Some((s, e - s, None)),
+                Cells::Masked(s, m) => Some((s, m.len(), Some(m))),
+                Cells::List(_) => None,
+            };
+            if let Some((s, n, mask)) = run
+                && scan_run(num, field, acc, view, s, n, mask)
+            {
+                return;
+            }
+        }
         match cells {
             Cells::Range(s, e) => scan_iter(field, acc, view, s..e),
             Cells::List(l) => scan_iter(field, acc, view, l.iter().map(|&c| c as usize)),
@@ -1025,6 +1099,297 @@ fn scan_num<T: Value>(
     }
 }
 
+/// Cells `s..s + n` of `view` (those whose `mask` entry is true, with a mask) of a numeric
+/// field, through [`scan_block`]; `false` (nothing done) when the view is shorter than the
+/// run, which the cell-by-cell path handles.
+fn scan_run(
+    num: Num,
+    field: &AggField,
+    acc: &mut FieldAcc,
+    view: &ColumnView<'_>,
+    s: usize,
+    n: usize,
+    mask: Option<&[bool]>,
+) -> bool {
+    macro_rules! go {
+        ($t:ty) => {{
+            let size = <$t>::SIZE;
+            let Some(data) = view.data.get(s * size..(s + n) * size) else { return false };
+            let validity = match view.validity {
+                Some(v) => match v.get(s..s + n) {
+                    Some(v) => Some(v),
+                    None => return false,
+                },
+                None => None,
+            };
+            // Aligned little-endian cells are read in place; others decoded once.
+            let typed: Option<&[$t]> = if cfg!(target_endian = "little") {
+                bytemuck::try_cast_slice(data).ok()
+            } else {
+                None
+            };
+            let decoded: Vec<$t>;
+            let vals = match typed {
+                Some(v) => v,
+                None => {
+                    decoded = data.chunks_exact(size).map(<$t>::read_le).collect();
+                    &decoded
+                }
+            };
+            scan_block::<$t>(field, acc, vals, validity, mask);
+            true
+        }};
+    }
+    match num {
+        Num::I8 => go!(i8),
+        Num::U8 => go!(u8),
+        Num::I16 => go!(i16),
+        Num::U16 => go!(u16),
+        Num::I32 => go!(i32),
+        Num::U32 => go!(u32),
+        Num::I64 => go!(i64),
+        Num::U64 => go!(u64),
+        Num::F32 => go!(f32),
+        Num::F64 => go!(f64),
+    }
+}
+
+/// A numeric type with the kernels of [`scan_block`].
+trait Fast: Value + bytemuck::Pod {
+    /// Whether it is a float (min/max need `NaN` and `-0.0` care; sums round).
+    const FLOAT: bool;
+    /// Whether it is an integer of at most 4 bytes (block sums cannot overflow the sum type).
+    const NARROW: bool;
+    /// The largest and smallest values (`±inf` for floats).
+    const HI: Self;
+    const LO: Self;
+    /// `|v|` as an `f64`, for the overflow bound of float sums.
+    fn mag(self) -> f64;
+}
+
+macro_rules! fast_impl {
+    ($($t:ty: $float:expr, $narrow:expr, $hi:expr, $lo:expr);*) => {$(
+        impl Fast for $t {
+            const FLOAT: bool = $float;
+            const NARROW: bool = $narrow;
+            const HI: $t = $hi;
+            const LO: $t = $lo;
+            #[inline(always)]
+            fn mag(self) -> f64 {
+                (self as f64).abs()
+            }
+        }
+    )*};
+}
+fast_impl!(
+    i8: false, true, i8::MAX, i8::MIN; u8: false, true, u8::MAX, u8::MIN;
+    i16: false, true, i16::MAX, i16::MIN; u16: false, true, u16::MAX, u16::MIN;
+    i32: false, true, i32::MAX, i32::MIN; u32: false, true, u32::MAX, u32::MIN;
+    i64: false, false, i64::MAX, i64::MIN; u64: false, false, u64::MAX, u64::MIN;
+    f32: true, false, f32::INFINITY, f32::NEG_INFINITY;
+    f64: true, false, f64::INFINITY, f64::NEG_INFINITY
+);
+
+/// Cells per sub-block of [`scan_block`]'s sums (a narrow integer sub-block's sum cannot
+/// overflow 48 bits).
+const SUM_BLOCK: usize = 1 << 16;
+
+/// Lanes of the float min/max reductions.
+const LANES: usize = 8;
+
+/// Aggregates a run of cells of `T` (`data`: their bytes; `validity`: one byte per cell;
+/// `mask`: which cells are selected), with exactly the results of [`scan_num`] (which takes
+/// the cells one by one), in loops the compiler vectorises: counts as sums of bytes; narrow
+/// integer sums by sub-blocks in the sum type, checked against overflow before; float sums
+/// in cell order (the rounding of a sequential sum), without the per-cell overflow test
+/// when a bound shows none can happen; minimum and maximum by lanes, with the first value
+/// kept among equal ones (`-0.0` and `0.0`) and a `NaN` first value kept, as `<` and `>`
+/// from the first value do.
+fn scan_block<T: Fast>(
+    field: &AggField,
+    acc: &mut FieldAcc,
+    vals: &[T],
+    validity: Option<&[u8]>,
+    mask: Option<&[bool]>,
+) {
+    // One monomorphic loop body per kind of selection, so that none tests options per cell.
+    let n = vals.len();
+    match (mask, validity) {
+        (None, None) => scan_sel(field, acc, vals, validity, mask, |_| true),
+        (Some(m), None) => {
+            let m = &m[..n];
+            scan_sel(field, acc, vals, validity, mask, |i| m[i])
+        }
+        (None, Some(v)) => {
+            let v = &v[..n];
+            scan_sel(field, acc, vals, validity, mask, |i| v[i] != 0)
+        }
+        (Some(m), Some(v)) => {
+            let (m, v) = (&m[..n], &v[..n]);
+            scan_sel(field, acc, vals, validity, mask, |i| m[i] & (v[i] != 0))
+        }
+    }
+}
+
+/// [`scan_block`] with `sel(i)`: whether cell `i` is selected and not null.
+#[inline(always)]
+fn scan_sel<T: Fast>(
+    field: &AggField,
+    acc: &mut FieldAcc,
+    vals: &[T],
+    validity: Option<&[u8]>,
+    mask: Option<&[bool]>,
+    sel: impl Fn(usize) -> bool + Copy,
+) {
+    let n = vals.len();
+    let val = |i: usize| vals[i];
+    // Counts.
+    let picked: u64 = match (mask, validity) {
+        (None, None) => n as u64,
+        (Some(m), None) => m.iter().map(|&b| u64::from(b)).sum(),
+        (None, Some(v)) => v.iter().map(|&b| u64::from(b != 0)).sum(),
+        (Some(m), Some(v)) => m.iter().zip(v).map(|(&a, &b)| u64::from(a & (b != 0))).sum(),
+    };
+    let masked = mask.map_or(n as u64, |m| m.iter().map(|&b| u64::from(b)).sum());
+    acc.values += picked;
+    acc.nulls += masked - picked;
+    if picked == 0 {
+        return;
+    }
+    let want = field.want;
+    if want.sums && !acc.overflow {
+        let mut sum = T::load(acc.sum);
+        let mut overflow = false;
+        for b0 in (0..n).step_by(SUM_BLOCK) {
+            let b1 = (b0 + SUM_BLOCK).min(n);
+            if overflow {
+                break;
+            }
+            if !block_sum::<T>(&mut sum, &vals[b0..b1], b0, &sel) {
+                // Cell by cell, with the overflow test of each addition.
+                for i in b0..b1 {
+                    if sel(i) && !sum.safe_add(val(i).widen()) {
+                        overflow = true;
+                        break;
+                    }
+                }
+            }
+        }
+        acc.sum = T::store(sum);
+        acc.overflow = overflow;
+    }
+    if want.min_max {
+        let (mut lo, mut hi) = (T::HI, T::LO);
+        let mut lanes_lo = [T::HI; LANES];
+        let mut lanes_hi = [T::LO; LANES];
+        if !T::FLOAT {
+            for i in 0..n {
+                let (v, s) = (val(i), sel(i));
+                let a = if s { v } else { T::HI };
+                let b = if s { v } else { T::LO };
+                lo = if a < lo { a } else { lo };
+                hi = if b > hi { b } else { hi };
+            }
+        } else {
+            let whole = n / LANES * LANES;
+            for c in (0..whole).step_by(LANES) {
+                for k in 0..LANES {
+                    let (v, s) = (val(c + k), sel(c + k));
+                    let a = if s { v } else { T::HI };
+                    let b = if s { v } else { T::LO };
+                    lanes_lo[k] = if a < lanes_lo[k] { a } else { lanes_lo[k] };
+                    lanes_hi[k] = if b > lanes_hi[k] { b } else { lanes_hi[k] };
+                }
+            }
+            for i in whole..n {
+                let (v, s) = (val(i), sel(i));
+                if s && v < lo {
+                    lo = v;
+                }
+                if s && v > hi {
+                    hi = v;
+                }
+            }
+            for k in 0..LANES {
+                if lanes_lo[k] < lo {
+                    lo = lanes_lo[k];
+                }
+                if lanes_hi[k] > hi {
+                    hi = lanes_hi[k];
+                }
+            }
+        }
+        // The value the sequential scan starts from: the state's, or the first selected.
+        let first = (0..n).find(|&i| sel(i)).map(val);
+        let start_lo = acc.min.as_deref().map(T::read_le).or(first);
+        let start_hi = acc.max.as_deref().map(T::read_le).or(first);
+        let pick = |start: Option<T>, best: T, better: fn(T, T) -> bool| -> Option<T> {
+            let st = start?;
+            // A NaN start is never replaced; a best that is not better keeps the start.
+            if !better(best, st) {
+                return Some(st);
+            }
+            if T::FLOAT && best == T::default() {
+                // Zeros compare equal: the first selected zero is the one kept.
+                return (0..n).filter(|&i| sel(i)).map(val).find(|&v| v == T::default());
+            }
+            Some(best)
+        };
+        let new_lo = pick(start_lo, lo, |a, b| a < b);
+        let new_hi = pick(start_hi, hi, |a, b| a > b);
+        let bytes = |v: T| {
+            let mut out = Vec::with_capacity(T::SIZE);
+            v.write_le(&mut out);
+            out
+        };
+        acc.min = new_lo.map(bytes);
+        acc.max = new_hi.map(bytes);
+    }
+}
+
+/// Adds the selected cells `b0..b1` to `sum` at once when no addition of the sequential
+/// sum can overflow (narrow integers: the sum type has room for the block; floats: the
+/// block's magnitude bound stays under half of `f64::MAX`); `false` (nothing added)
+/// otherwise. Float cells are added in order, so the result rounds as the sequential sum.
+#[inline]
+fn block_sum<T: Fast>(
+    sum: &mut T::Acc,
+    vals: &[T],
+    b0: usize,
+    sel: &impl Fn(usize) -> bool,
+) -> bool {
+    if T::NARROW {
+        // |block sum| <= 2^16 * 2^32 = 2^48.
+        let mut part = T::Acc::ZERO;
+        for (i, &v) in vals.iter().enumerate() {
+            let v = if sel(b0 + i) { v } else { T::default() };
+            part = part.wrapping(v.widen());
+        }
+        return sum.add_block(part);
+    }
+    if T::FLOAT {
+        let mut bound = 0f64;
+        for (i, &v) in vals.iter().enumerate() {
+            let m = if sel(b0 + i) { v.mag() } else { 0.0 };
+            bound = if m > bound { m } else { bound };
+        }
+        // Infinities fail the bound (and take the per-cell path); NaN values add as
+        // `safe_add` adds them.
+        let start = sum.magnitude();
+        let room = (start + bound * vals.len() as f64).partial_cmp(&(f64::MAX / 2.0));
+        if !matches!(room, Some(Ordering::Less | Ordering::Equal)) {
+            return false;
+        }
+        for (i, &v) in vals.iter().enumerate() {
+            if sel(b0 + i) {
+                sum.plain_add(v.widen());
+            }
+        }
+        return true;
+    }
+    false
+}
+
 /// Strings (min/max bytewise) and values only counted.
 fn scan_bytes(
     field: &AggField,
@@ -1153,6 +1518,120 @@ mod tests {
         }
         assert!(AggregateValue::Float(f64::NAN).as_f64().unwrap().is_nan());
         assert_eq!(AggregateValue::Float(f64::NAN).to_string(), "\"NaN\"");
+    }
+
+    /// A comparable view of an aggregate state (float sums by bits).
+    fn state(a: &FieldAcc) -> String {
+        let sum = match a.sum {
+            Sum::F64(v) => format!("f{:x}", v.to_bits()),
+            s => format!("{s:?}"),
+        };
+        format!("{} {} {sum} {} {:?} {:?}", a.values, a.nulls, a.overflow, a.min, a.max)
+    }
+
+    /// `scan_block` (the vectorised path) against `scan_num` (cell by cell) on `cells` of
+    /// type `T` with a mask and validity, from a state with `prior` cells already added.
+    fn block_equals_cells<T: Fast>(
+        dt: Datatype,
+        cells: &[(T, bool, bool)],
+        prior: &[T],
+        nullable: bool,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let schema = ArraySchema::builder(tessera_types::ArrayType::Sparse)
+            .dimension(
+                tessera_schema::Dimension::new("d", Datatype::Int64).domain_i64(0, 9).tile_i64(10),
+            )
+            .attribute(tessera_schema::Attribute::new("a", dt).nullable(nullable))
+            .build()
+            .unwrap();
+        let plan =
+            Plan::new(&schema, &[Aggregate::sum("a"), Aggregate::min("a"), Aggregate::max("a")])
+                .unwrap();
+        let field = &plan.fields[0];
+        let mut data = Vec::new();
+        cells.iter().for_each(|c| c.0.write_le(&mut data));
+        let validity: Vec<u8> = cells.iter().map(|c| u8::from(c.1 || !nullable)).collect();
+        let mask: Vec<bool> = cells.iter().map(|c| c.2).collect();
+        let mut pdata = Vec::new();
+        prior.iter().for_each(|v| v.write_le(&mut pdata));
+        let pview = ColumnView {
+            datatype: dt,
+            cell_val_num: 1,
+            data: &pdata,
+            offsets: None,
+            validity: None,
+        };
+        let view = ColumnView {
+            datatype: dt,
+            cell_val_num: 1,
+            data: &data,
+            offsets: None,
+            validity: nullable.then_some(&validity[..]),
+        };
+        let mut a = FieldAcc::new(field);
+        scan_num::<T>(field, &mut a, &pview, 0..prior.len());
+        let mut b = a.clone();
+        let picked = mask.iter().enumerate().filter(|(_, k)| **k).map(|(i, _)| i);
+        scan_num::<T>(field, &mut a, &view, picked);
+        let vals: Vec<T> = cells.iter().map(|c| c.0).collect();
+        scan_block::<T>(field, &mut b, &vals, view.validity, Some(&mask));
+        proptest::prop_assert_eq!(state(&a), state(&b));
+        let mut c = FieldAcc::new(field);
+        let mut d = c.clone();
+        scan_num::<T>(field, &mut c, &view, 0..cells.len());
+        scan_block::<T>(field, &mut d, &vals, view.validity, None);
+        proptest::prop_assert_eq!(state(&c), state(&d));
+        Ok(())
+    }
+
+    fn f64_cell() -> impl proptest::strategy::Strategy<Value = f64> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(0.0),
+            Just(-0.0),
+            Just(f64::NAN),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(f64::MAX),
+            Just(-f64::MAX),
+            Just(1e308),
+            -10.0f64..10.0,
+            any::<f64>(),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn vectorised_scans_equal_cell_by_cell(
+            i32s in proptest::collection::vec(
+                (proptest::prelude::any::<i32>(), proptest::prelude::any::<bool>(),
+                 proptest::prelude::any::<bool>()), 0..200),
+            i8s in proptest::collection::vec(
+                (proptest::prelude::any::<i8>(), proptest::prelude::any::<bool>(),
+                 proptest::prelude::any::<bool>()), 0..200),
+            f64s in proptest::collection::vec(
+                (f64_cell(), proptest::prelude::any::<bool>(),
+                 proptest::prelude::any::<bool>()), 0..200),
+            prior_f in proptest::collection::vec(f64_cell(), 0..3),
+            prior_i in proptest::collection::vec(
+                proptest::prop_oneof![proptest::prelude::Just(i64::MAX - 5),
+                    proptest::prelude::Just(i64::MIN + 5), -100i64..100], 0..3),
+            nullable in proptest::prelude::any::<bool>(),
+        ) {
+            let pi32: Vec<i32> = prior_i.iter().map(|&v| v.clamp(-1000, 1000) as i32).collect();
+            block_equals_cells::<i32>(Datatype::Int32, &i32s, &pi32, nullable)?;
+            block_equals_cells::<i8>(Datatype::Int8, &i8s, &[], nullable)?;
+            let c64: Vec<(i64, bool, bool)> =
+                i32s.iter().map(|&(v, a, b)| (i64::from(v) << 32, a, b)).collect();
+            block_equals_cells::<i64>(Datatype::Int64, &c64, &prior_i, nullable)?;
+            block_equals_cells::<f64>(Datatype::Float64, &f64s, &prior_f, nullable)?;
+            let f32s: Vec<(f32, bool, bool)> =
+                f64s.iter().map(|&(v, a, b)| (v as f32, a, b)).collect();
+            let pf32: Vec<f32> = prior_f.iter().map(|&v| v as f32).collect();
+            block_equals_cells::<f32>(Datatype::Float32, &f32s, &pf32, nullable)?;
+        }
     }
 
     #[test]

@@ -1,29 +1,29 @@
-//! Evaluation over result columns, as `QueryCondition::apply_sparse` (and `apply_dense`)
-//! evaluate a tree in libtiledb 2.30:
+//! Evaluation over columns, block at a time, as `QueryCondition::apply_sparse` (and
+//! `apply_dense`) evaluate a tree in libtiledb 2.30:
 //!
 //! * AND children multiply into the bitmap; OR children are evaluated into a fresh zeroed
 //!   bitmap with `max` and the result multiplies into the bitmap; an AND below an OR gets a
 //!   fresh bitmap of ones;
 //! * a comparison on a nullable field fails on null cells (`cmp && valid`), `ALWAYS_TRUE`
 //!   included; a null test (`EQ`/`NE` with a null value) tests validity only;
-//! * numbers compare with C++ operators (`NaN` fails everything but `!=`), `IN`/`NOT_IN`
-//!   compare cell **bytes** with the members (so `NaN in [NaN]` holds and `-0.0` is not in
-//!   `[0.0]`), strings compare bytewise with the shorter prefix first, fixed-size `CHAR`
-//!   compares the first byte of the cell as a signed `char`;
+//! * comparisons are the kernels' (see `kernel`);
 //! * a field missing from the columns (a fragment written before the attribute was added)
 //!   zeroes the bitmap being combined into, as libtiledb does.
 //!
-//! Each value node runs one loop over its column's slices (the operator is chosen outside
-//! the loop).
-
-use std::collections::HashSet;
+//! The tree is prepared once per call ([`Prepared`]: every column looked up and checked,
+//! every value decoded), then run over blocks of [`BLOCK`] cells, so each block's bitmaps
+//! and cells stay in the first-level cache; scratch bitmaps (one per tree level) are
+//! allocated once per call.
 
 use tessera_fragment::ConditionOp;
-use tessera_types::Primitive;
 
 use super::ColumnView;
-use super::ast::{Kind, Leaf, Node};
+use super::ast::{Leaf, Node};
+use super::kernel::Kernel;
 use crate::{Error, Result};
+
+/// Cells evaluated at once.
+pub(crate) const BLOCK: usize = 4096;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Comb {
@@ -35,64 +35,159 @@ fn err(message: String) -> Error {
     Error::Condition { column: None, message }
 }
 
-/// ANDs the value of `node` on the first `acc.len()` cells of the columns into `acc`.
-pub(crate) fn eval_and<'c>(
-    node: &Node,
-    columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
-    acc: &mut [bool],
-) -> Result<()> {
-    eval(node, columns, Comb::And, acc)
+/// What a value node does to the cells of a block.
+pub(crate) enum Test<'a> {
+    /// A comparison or set test (failing on null cells).
+    Kernel(Kernel<'a>),
+    /// A constant (`ALWAYS_TRUE`, still failing on null cells, or `ALWAYS_FALSE`).
+    Always(bool),
+    /// A null test: true where validity is `want_valid`.
+    Null { want_valid: bool },
 }
 
-fn eval<'c>(
-    node: &Node,
-    columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
-    comb: Comb,
-    acc: &mut [bool],
-) -> Result<()> {
-    let n = acc.len();
-    match node {
-        Node::Leaf(l) => {
-            let Some(col) = columns(&l.field) else {
-                acc.fill(false);
-                return Ok(());
-            };
-            let mut r = vec![false; n];
-            leaf(l, &col, &mut r)?;
-            match comb {
-                Comb::And => acc.iter_mut().zip(&r).for_each(|(a, &b)| *a &= b),
-                Comb::Or => acc.iter_mut().zip(&r).for_each(|(a, &b)| *a |= b),
+/// A condition tree ready to run over the cells of its columns.
+pub(crate) enum Prepared<'a> {
+    Leaf {
+        test: Test<'a>,
+        validity: Option<&'a [u8]>,
+    },
+    /// The field is missing from the columns.
+    Missing,
+    And(Vec<Prepared<'a>>),
+    Or(Vec<Prepared<'a>>),
+}
+
+impl<'a> Prepared<'a> {
+    /// Prepares `node` over the first `n` cells of the columns.
+    ///
+    /// # Errors
+    /// [`Error::Condition`] when a column does not match its field.
+    pub(crate) fn new<'c: 'a>(
+        node: &'a Node,
+        columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
+        n: usize,
+    ) -> Result<Self> {
+        Ok(match node {
+            Node::Leaf(l) => match columns(&l.field) {
+                None => Prepared::Missing,
+                Some(col) => prepare_leaf(l, col, n)?,
+            },
+            Node::And(cs) => Prepared::And(
+                cs.iter().map(|c| Prepared::new(c, columns, n)).collect::<Result<_>>()?,
+            ),
+            Node::Or(cs) => Prepared::Or(
+                cs.iter().map(|c| Prepared::new(c, columns, n)).collect::<Result<_>>()?,
+            ),
+        })
+    }
+
+    /// Tree levels below this node that need a scratch bitmap.
+    fn depth(&self) -> usize {
+        match self {
+            Prepared::Leaf { .. } | Prepared::Missing => 1,
+            Prepared::And(cs) | Prepared::Or(cs) => {
+                1 + cs.iter().map(Prepared::depth).max().unwrap_or(0)
             }
-        }
-        Node::And(cs) => match comb {
-            Comb::And => {
-                for c in cs {
-                    eval(c, columns, Comb::And, acc)?;
-                }
-            }
-            Comb::Or => {
-                let mut tmp = vec![true; n];
-                for c in cs {
-                    eval(c, columns, Comb::And, &mut tmp)?;
-                }
-                acc.iter_mut().zip(&tmp).for_each(|(a, &b)| *a |= b);
-            }
-        },
-        Node::Or(cs) => {
-            let mut tmp = vec![false; n];
-            for c in cs {
-                eval(c, columns, Comb::Or, &mut tmp)?;
-            }
-            // libtiledb multiplies, whatever the combination it is called with.
-            acc.iter_mut().zip(&tmp).for_each(|(a, &b)| *a &= b);
         }
     }
-    Ok(())
+
+    /// ANDs the condition over cells `start..start + acc.len()` into `acc`, block by block.
+    ///
+    /// # Errors
+    /// [`Error::Condition`] for bad var-sized offsets.
+    pub(crate) fn and_into(&self, start: usize, acc: &mut [bool]) -> Result<()> {
+        let mut scratch = vec![[false; BLOCK]; self.depth()];
+        for (b, block) in acc.chunks_mut(BLOCK).enumerate() {
+            self.run(Comb::And, start + b * BLOCK, block, &mut scratch)?;
+        }
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        comb: Comb,
+        start: usize,
+        acc: &mut [bool],
+        scratch: &mut [[bool; BLOCK]],
+    ) -> Result<()> {
+        let n = acc.len();
+        let Some((mine, rest)) = scratch.split_first_mut() else {
+            return Err(err("condition scratch exhausted".into()));
+        };
+        let tmp = &mut mine[..n];
+        match self {
+            Prepared::Missing => acc.fill(false),
+            Prepared::Leaf { test, validity } => {
+                let valid = validity.map(|v| &v[start..start + n]);
+                match test {
+                    Test::Null { want_valid } => match valid {
+                        Some(v) => {
+                            let w = *want_valid;
+                            combine_with(comb, acc, v.iter().map(|&b| (b != 0) == w));
+                        }
+                        None => combine_const(comb, acc, *want_valid),
+                    },
+                    Test::Always(c) => match (c, valid) {
+                        (true, Some(v)) => combine_with(comb, acc, v.iter().map(|&b| b != 0)),
+                        (c, _) => combine_const(comb, acc, *c),
+                    },
+                    Test::Kernel(k) => {
+                        k.run(start, tmp)?;
+                        match valid {
+                            Some(v) => combine_with(
+                                comb,
+                                acc,
+                                tmp.iter().zip(v).map(|(&r, &b)| r & (b != 0)),
+                            ),
+                            None => combine_with(comb, acc, tmp.iter().copied()),
+                        }
+                    }
+                }
+            }
+            Prepared::And(cs) => match comb {
+                Comb::And => {
+                    for c in cs {
+                        c.run(Comb::And, start, acc, rest)?;
+                    }
+                }
+                Comb::Or => {
+                    tmp.fill(true);
+                    for c in cs {
+                        c.run(Comb::And, start, tmp, rest)?;
+                    }
+                    combine_with(Comb::Or, acc, tmp.iter().copied());
+                }
+            },
+            Prepared::Or(cs) => {
+                tmp.fill(false);
+                for c in cs {
+                    c.run(Comb::Or, start, tmp, rest)?;
+                }
+                // libtiledb multiplies, whatever the combination it is called with.
+                combine_with(Comb::And, acc, tmp.iter().copied());
+            }
+        }
+        Ok(())
+    }
 }
 
-/// Evaluates one value node on the first `r.len()` cells of `col`.
-pub(crate) fn leaf(l: &Leaf, col: &ColumnView<'_>, r: &mut [bool]) -> Result<()> {
-    let n = r.len();
+#[inline(always)]
+fn combine_with(comb: Comb, acc: &mut [bool], r: impl Iterator<Item = bool>) {
+    match comb {
+        Comb::And => acc.iter_mut().zip(r).for_each(|(a, b)| *a &= b),
+        Comb::Or => acc.iter_mut().zip(r).for_each(|(a, b)| *a |= b),
+    }
+}
+
+fn combine_const(comb: Comb, acc: &mut [bool], c: bool) {
+    match (comb, c) {
+        (Comb::And, false) => acc.fill(false),
+        (Comb::Or, true) => acc.fill(true),
+        _ => {}
+    }
+}
+
+fn prepare_leaf<'a>(l: &'a Leaf, col: ColumnView<'a>, n: usize) -> Result<Prepared<'a>> {
     if col.datatype != l.datatype || col.cell_val_num != l.cell_val_num {
         return Err(err(format!(
             "column '{}' holds {} with cell_val_num {}, the condition expects {} with {}",
@@ -110,169 +205,23 @@ pub(crate) fn leaf(l: &Leaf, col: &ColumnView<'_>, r: &mut [bool]) -> Result<()>
         Some(v) => Some(&v[..n]),
         None => None,
     };
-    if l.null_test && matches!(l.op, ConditionOp::Eq | ConditionOp::Ne) {
-        let want_valid = l.op == ConditionOp::Ne;
-        match validity {
-            Some(v) => r.iter_mut().zip(v).for_each(|(o, &b)| *o = (b != 0) == want_valid),
-            None => r.fill(want_valid),
+    let test = if l.null_test && matches!(l.op, ConditionOp::Eq | ConditionOp::Ne) {
+        Test::Null { want_valid: l.op == ConditionOp::Ne }
+    } else {
+        match l.op {
+            ConditionOp::AlwaysFalse => Test::Always(false),
+            ConditionOp::AlwaysTrue => Test::Always(true),
+            _ => Test::Kernel(Kernel::new(l, &col, n)?),
         }
-        return Ok(());
-    }
-    match l.op {
-        ConditionOp::AlwaysFalse => r.fill(false),
-        ConditionOp::AlwaysTrue => r.fill(true),
-        _ => compare(l, col, r)?,
-    }
-    if let Some(v) = validity {
-        r.iter_mut().zip(v).for_each(|(o, &b)| *o &= b != 0);
-    }
-    Ok(())
+    };
+    Ok(Prepared::Leaf { test, validity })
 }
 
-/// Sets `r[i] = cell(i) OP value` with `OP` chosen once, outside the loop.
-macro_rules! per_op {
-    ($op:expr, $r:expr, $cells:expr, $v:expr) => {{
-        let (r, v) = ($r, $v);
-        match $op {
-            ConditionOp::Lt => r.iter_mut().zip($cells).for_each(|(o, x)| *o = x < v),
-            ConditionOp::Le => r.iter_mut().zip($cells).for_each(|(o, x)| *o = x <= v),
-            ConditionOp::Gt => r.iter_mut().zip($cells).for_each(|(o, x)| *o = x > v),
-            ConditionOp::Ge => r.iter_mut().zip($cells).for_each(|(o, x)| *o = x >= v),
-            ConditionOp::Eq => r.iter_mut().zip($cells).for_each(|(o, x)| *o = x == v),
-            ConditionOp::Ne => r.iter_mut().zip($cells).for_each(|(o, x)| *o = x != v),
-            _ => r.fill(false),
-        }
-    }};
-}
-
-/// A set membership test over byte strings.
-enum Members<'a> {
-    Few(Vec<&'a [u8]>),
-    Many(HashSet<&'a [u8]>),
-}
-
-impl<'a> Members<'a> {
-    fn new(l: &'a Leaf) -> Self {
-        let v: Vec<&[u8]> = l.member_bytes().collect();
-        if v.len() > 16 { Members::Many(v.into_iter().collect()) } else { Members::Few(v) }
-    }
-
-    #[inline]
-    fn contains(&self, cell: &[u8]) -> bool {
-        match self {
-            Members::Few(v) => v.contains(&cell),
-            Members::Many(s) => s.contains(cell),
-        }
-    }
-}
-
-fn set_test<'c>(l: &Leaf, cells: impl Iterator<Item = &'c [u8]>, r: &mut [bool]) {
-    let members = Members::new(l);
-    let want = l.op == ConditionOp::In;
-    r.iter_mut().zip(cells).for_each(|(o, c)| *o = members.contains(c) == want);
-}
-
-fn fixed_cells<'c>(
-    l: &Leaf,
-    col: &ColumnView<'c>,
-    n: usize,
-) -> Result<std::slice::ChunksExact<'c, u8>> {
-    let size = l.datatype.size() * l.cell_val_num as usize;
-    if size == 0 || col.data.len() < n * size {
-        return Err(err(format!(
-            "column '{}' has {} bytes, too few for {n} cells of {size} bytes",
-            l.field,
-            col.data.len()
-        )));
-    }
-    Ok(col.data[..n * size].chunks_exact(size))
-}
-
-fn numeric<T: Primitive>(l: &Leaf, col: &ColumnView<'_>, r: &mut [bool]) -> Result<()> {
-    let cells = fixed_cells(l, col, r.len())?;
-    if l.op.is_set() {
-        set_test(l, cells, r);
-        return Ok(());
-    }
-    if l.value.len() < T::SIZE {
-        return Err(err(format!(
-            "the value compared with '{}' has {} bytes",
-            l.field,
-            l.value.len()
-        )));
-    }
-    let v = T::read_le(&l.value);
-    per_op!(l.op, r, cells.map(T::read_le), v);
-    Ok(())
-}
-
-fn compare(l: &Leaf, col: &ColumnView<'_>, r: &mut [bool]) -> Result<()> {
-    let n = r.len();
-    match l.kind {
-        Kind::I8 => numeric::<i8>(l, col, r),
-        Kind::U8 => numeric::<u8>(l, col, r),
-        Kind::I16 => numeric::<i16>(l, col, r),
-        Kind::U16 => numeric::<u16>(l, col, r),
-        Kind::I32 => numeric::<i32>(l, col, r),
-        Kind::U32 => numeric::<u32>(l, col, r),
-        Kind::I64 => numeric::<i64>(l, col, r),
-        Kind::U64 => numeric::<u64>(l, col, r),
-        Kind::F32 => numeric::<f32>(l, col, r),
-        Kind::F64 => numeric::<f64>(l, col, r),
-        Kind::CharFirst => {
-            let cells = fixed_cells(l, col, n)?;
-            if l.op.is_set() {
-                set_test(l, cells, r);
-            } else {
-                // libtiledb reads one `char` of the cell and of the value (an empty value
-                // is the terminating NUL of "").
-                let v = l.value.first().map_or(0, |&b| b as i8);
-                per_op!(l.op, r, cells.map(|c| c[0] as i8), v);
-            }
-            Ok(())
-        }
-        Kind::Bytes => {
-            let v: &[u8] = &l.value;
-            match col.offsets {
-                Some(offsets) => {
-                    if offsets.len() < n {
-                        return Err(err(format!(
-                            "column '{}' has {} offsets for {n} cells",
-                            l.field,
-                            offsets.len()
-                        )));
-                    }
-                    let len = col.data.len() as u64;
-                    let ends = offsets.iter().skip(1).copied().chain(std::iter::once(len));
-                    let mut bad = false;
-                    let cells = offsets.iter().zip(ends).take(n).map(|(&s, e)| {
-                        if s <= e && e <= len {
-                            &col.data[s as usize..e as usize]
-                        } else {
-                            bad = true;
-                            &[][..]
-                        }
-                    });
-                    if l.op.is_set() {
-                        set_test(l, cells, r);
-                    } else {
-                        per_op!(l.op, r, cells, v);
-                    }
-                    if bad {
-                        return Err(err(format!("column '{}' has invalid offsets", l.field)));
-                    }
-                }
-                None => {
-                    let cells = fixed_cells(l, col, n)?;
-                    if l.op.is_set() {
-                        set_test(l, cells, r);
-                    } else {
-                        per_op!(l.op, r, cells, v);
-                    }
-                }
-            }
-            Ok(())
-        }
-        Kind::NullOnly => Err(err(format!("field '{}' cannot be compared", l.field))),
-    }
+/// ANDs the value of `node` on the first `acc.len()` cells of the columns into `acc`.
+pub(crate) fn eval_and<'c>(
+    node: &Node,
+    columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
+    acc: &mut [bool],
+) -> Result<()> {
+    Prepared::new(node, columns, acc.len())?.and_into(0, acc)
 }

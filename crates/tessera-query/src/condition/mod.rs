@@ -51,9 +51,12 @@
 mod ast;
 mod delete;
 mod eval;
+mod kernel;
 mod parse;
 mod prune;
 
+#[cfg(test)]
+mod kernel_tests;
 #[cfg(test)]
 mod tests;
 
