@@ -380,8 +380,8 @@ fn python_checks(root: &Path, python: &Path) -> Result<()> {
 
 /// The Ballista part of `cargo xtask test`. `crates/tessera-ballista` is outside the workspace
 /// (Ballista brings tonic, prost and an HTTP stack that `cargo test --workspace` should not
-/// build), so it is built here, once, into the same target directory: the codec round trips
-/// of tessera-datafusion's `proto` feature, then the cluster tests (a scheduler and two
+/// build), so it is built here, once, into the same target directory, and its tests run:
+/// the round trips of tessera-datafusion's `proto` codecs, and the cluster tests (a scheduler and two
 /// executors as separate processes; also over moto's S3 and with `tessera sql --cluster`,
 /// hence the venv python and the debug `tessera` binary that `cargo test --workspace` built).
 fn ballista_checks(root: &Path, python: &Path) -> Result<()> {
@@ -391,15 +391,6 @@ fn ballista_checks(root: &Path, python: &Path) -> Result<()> {
     cmd.current_dir(root).args(["build", "-p", "tessera-cli", "--bin", "tessera"]);
     run(&mut cmd, "cargo build -p tessera-cli (for tessera sql --cluster)")?;
     let tessera = target_dir(root).join("debug").join(if cfg!(windows) { "tessera.exe" } else { "tessera" });
-    let mut cmd = Command::new(&cargo);
-    cmd.current_dir(root)
-        .arg("test")
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .args(["-p", "tessera-datafusion", "--features", "tessera-datafusion/proto"])
-        .args(["--test", "codec"])
-        .env("CARGO_TARGET_DIR", target_dir(root));
-    run(&mut cmd, "the codec tests (tessera-datafusion --features proto --test codec)")?;
     let mut cmd = Command::new(&cargo);
     cmd.current_dir(root)
         .arg("test")
