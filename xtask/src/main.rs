@@ -390,7 +390,8 @@ fn ballista_checks(root: &Path, python: &Path) -> Result<()> {
     let mut cmd = Command::new(&cargo);
     cmd.current_dir(root).args(["build", "-p", "tessera-cli", "--bin", "tessera"]);
     run(&mut cmd, "cargo build -p tessera-cli (for tessera sql --cluster)")?;
-    let tessera = target_dir(root).join("debug").join(if cfg!(windows) { "tessera.exe" } else { "tessera" });
+    let tessera =
+        target_dir(root).join("debug").join(if cfg!(windows) { "tessera.exe" } else { "tessera" });
     let mut cmd = Command::new(&cargo);
     cmd.current_dir(root)
         .arg("test")

@@ -80,9 +80,8 @@ async fn time(ctx: &SessionContext, sql: &str, runs: usize) -> Result<(f64, f64,
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> Result<()> {
     let a = parse()?;
-    let local = SessionContext::new_with_config(
-        SessionConfig::new().with_target_partitions(a.partitions),
-    );
+    let local =
+        SessionContext::new_with_config(SessionConfig::new().with_target_partitions(a.partitions));
     register(&local, &a)?;
     let remote = tessera_ballista::remote_context(&a.cluster).await?;
     register(&remote, &a)?;

@@ -37,9 +37,8 @@ use tessera_object_store::{ObjectStoreStorage, is_object_store_uri};
 pub fn opener() -> ArrayOpener {
     Arc::new(|uri: &str, ts: Option<(u64, u64)>| -> tessera_datafusion::Result<Array> {
         if is_object_store_uri(uri) {
-            let storage = ObjectStoreStorage::from_uri(uri).map_err(|e| {
-                tessera_datafusion::Error::Spec(format!("{uri}: {e}"))
-            })?;
+            let storage = ObjectStoreStorage::from_uri(uri)
+                .map_err(|e| tessera_datafusion::Error::Spec(format!("{uri}: {e}")))?;
             let storage: Arc<dyn tessera::Storage> = Arc::new(storage);
             let array = match ts {
                 Some((s, e)) => Array::open_between(storage, s, e),
@@ -116,13 +115,15 @@ pub fn scheduler_address(url: &str) -> Result<(String, u16)> {
         .strip_prefix("df://")
         .with_context(|| format!("cluster {url:?}: expected df://HOST:PORT"))?;
     let rest = rest.trim_end_matches('/');
-    let (host, port) =
-        rest.rsplit_once(':').with_context(|| format!("cluster {url:?}: expected df://HOST:PORT"))?;
+    let (host, port) = rest
+        .rsplit_once(':')
+        .with_context(|| format!("cluster {url:?}: expected df://HOST:PORT"))?;
     if host.is_empty() || host.contains('/') {
         bail!("cluster {url:?}: expected df://HOST:PORT");
     }
-    let port: u16 =
-        port.parse().with_context(|| format!("cluster {url:?}: the port {port:?} is not a number"))?;
+    let port: u16 = port
+        .parse()
+        .with_context(|| format!("cluster {url:?}: the port {port:?} is not a number"))?;
     Ok((host.to_owned(), port))
 }
 

@@ -136,11 +136,8 @@ async fn executor(opt: ballista_executor::config::Config) -> Result<()> {
     );
     // Ballista's probes (/healthz, /readyz), as its own executor binary serves them.
     let (stop_health, stopped) = tokio::sync::oneshot::channel();
-    let health = ballista_executor::health::spawn_health_server(
-        health_addr,
-        config.health.clone(),
-        stopped,
-    );
+    let health =
+        ballista_executor::health::spawn_health_server(health_addr, config.health.clone(), stopped);
     let result = ballista_executor::executor_process::start_executor_process(Arc::new(config))
         .await
         .map_err(|e| anyhow!("executor: {e}"));

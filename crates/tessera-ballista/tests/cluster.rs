@@ -58,7 +58,12 @@ impl Drop for Cluster {
                 let text = std::fs::read_to_string(&p.log).unwrap_or_default();
                 let lines: Vec<&str> = text.lines().collect();
                 let tail = &lines[lines.len().saturating_sub(150)..];
-                eprintln!("===== log of {} ({} lines, last {}) =====", p.name, lines.len(), tail.len());
+                eprintln!(
+                    "===== log of {} ({} lines, last {}) =====",
+                    p.name,
+                    lines.len(),
+                    tail.len()
+                );
                 for l in tail {
                     eprintln!("{l}");
                 }
@@ -123,8 +128,12 @@ impl Cluster {
     fn add_executor(&mut self, e: usize) {
         let work = self.dir.path().join(format!("work{e}"));
         std::fs::create_dir_all(&work).unwrap();
-        let (sp, p1, p2, p3) =
-            (self.port.to_string(), free_port().to_string(), free_port().to_string(), free_port().to_string());
+        let (sp, p1, p2, p3) = (
+            self.port.to_string(),
+            free_port().to_string(),
+            free_port().to_string(),
+            free_port().to_string(),
+        );
         self.spawn(
             &format!("executor{e}"),
             &[
@@ -168,7 +177,10 @@ impl Cluster {
             {
                 return;
             }
-            assert!(start.elapsed() < Duration::from_secs(60), "the cluster did not come up in 60 s");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the cluster did not come up in 60 s"
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
     }
@@ -257,7 +269,9 @@ fn write_points(storage: Arc<dyn Storage>, n: u64) {
         let ys: Vec<i32> = (0..m).map(|k| (k * 13 % 100) as i32).collect();
         let is: Vec<i32> = (0..m).map(|k| ((k * 7 + frag * 3) % 40) as i32).collect();
         let fs: Vec<f64> = (0..m).map(|k| k as f64 / 7.0).collect();
-        let ss: Vec<String> = (0..m).map(|k| format!("s{}{}", (k + frag) % 10, "x".repeat((k % 4) as usize))).collect();
+        let ss: Vec<String> = (0..m)
+            .map(|k| format!("s{}{}", (k + frag) % 10, "x".repeat((k % 4) as usize)))
+            .collect();
         array
             .write()
             .values("x", &xs)
@@ -307,8 +321,16 @@ fn write_tags(storage: Arc<dyn Storage>) {
         .unwrap();
     Array::create(storage.clone(), &schema, &[]).unwrap();
     let ks: Vec<i64> = (0..50).step_by(3).collect();
-    let names: Vec<String> = ks.iter().map(|k| format!("tag-{}", "ab".repeat((*k % 5) as usize + 1))).collect();
-    Array::open(storage).unwrap().write().values("k", &ks).var_values("name", &names).timestamp(7).submit().unwrap();
+    let names: Vec<String> =
+        ks.iter().map(|k| format!("tag-{}", "ab".repeat((*k % 5) as usize + 1))).collect();
+    Array::open(storage)
+        .unwrap()
+        .write()
+        .values("k", &ks)
+        .var_values("name", &names)
+        .timestamp(7)
+        .submit()
+        .unwrap();
 }
 
 const QUERIES: &[&str] = &[
@@ -416,7 +438,8 @@ async fn a_lost_executor_never_gives_a_wrong_answer() {
     write_points(Arc::new(tessera::LocalStorage::new(&path)), 200_000);
     let uris = [("pts", path.clone())];
     let open = |u: &str| tessera::open(u).unwrap();
-    let sql = "SELECT y, count(*) AS n, sum(i) AS si, count(s) AS ns FROM pts GROUP BY y ORDER BY y";
+    let sql =
+        "SELECT y, count(*) AS n, sum(i) AS si, count(s) AS ns FROM pts GROUP BY y ORDER BY y";
     let local = local_context();
     register(&local, &uris, &open);
     let want = text(&run(&local, sql).await.unwrap());
@@ -479,7 +502,9 @@ async fn a_lost_executor_never_gives_a_wrong_answer() {
 #[test]
 fn tessera_sql_cluster_prints_as_local() {
     let Some(tessera) = std::env::var_os("TESSERA_BIN") else {
-        eprintln!("SKIPPED: set TESSERA_BIN to the tessera binary to run this test (cargo xtask test does)");
+        eprintln!(
+            "SKIPPED: set TESSERA_BIN to the tessera binary to run this test (cargo xtask test does)"
+        );
         return;
     };
     let cluster = Cluster::start(2, Vec::new());

@@ -14,13 +14,15 @@ use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::{SessionConfig, SessionContext};
+use tessera::{ArraySchema, ArrayType, Attribute, Datatype, Dimension};
 use tessera_datafusion::datafusion_proto::bytes::{
     logical_plan_from_bytes_with_extension_codec, logical_plan_to_bytes_with_extension_codec,
     physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
 };
 use tessera_datafusion::datafusion_proto::logical_plan::LogicalExtensionCodec;
-use tessera_datafusion::datafusion_proto::physical_plan::{DefaultPhysicalProtoConverter, PhysicalExtensionCodec};
-use tessera::{ArraySchema, ArrayType, Attribute, Datatype, Dimension};
+use tessera_datafusion::datafusion_proto::physical_plan::{
+    DefaultPhysicalProtoConverter, PhysicalExtensionCodec,
+};
 use tessera_datafusion::{
     TesseraExec, TesseraLogicalCodec, TesseraPhysicalCodec, TesseraScanSpec, TesseraTable,
     uri_to_url, url_to_uri,
@@ -130,8 +132,7 @@ async fn physical_plans_round_trip() {
         assert!(!specs.is_empty(), "{sql}: no Tessera scan in the plan");
         let bytes = physical_plan_to_bytes_with_extension_codec(plan.clone(), &codec).unwrap();
         let back =
-            physical_plan_from_bytes_with_extension_codec(&bytes, &ctx.task_ctx(), &codec)
-                .unwrap();
+            physical_plan_from_bytes_with_extension_codec(&bytes, &ctx.task_ctx(), &codec).unwrap();
         assert_eq!(scan_specs(&back), specs, "{sql}");
         let want = collect(plan, ctx.task_ctx()).await.unwrap();
         let got = collect(back, ctx.task_ctx()).await.unwrap();
@@ -176,7 +177,9 @@ async fn logical_plans_round_trip() {
         // datafusion-proto does not carry a TableScan's `fetch` (the Limit above it stays).
         let shown = |p: &LogicalPlan| {
             let text = format!("{}", p.display_indent());
-            text.lines().map(|l| l.split(", fetch=").next().unwrap_or(l).to_owned()).collect::<Vec<_>>()
+            text.lines()
+                .map(|l| l.split(", fetch=").next().unwrap_or(l).to_owned())
+                .collect::<Vec<_>>()
         };
         assert_eq!(shown(&back), shown(&plan), "{sql}");
         assert_eq!(tables(&back).len(), tables(&plan).len(), "{sql}");
@@ -191,9 +194,8 @@ fn tables(plan: &LogicalPlan) -> Vec<TesseraTable> {
     let mut out = Vec::new();
     plan.apply(|node| {
         if let LogicalPlan::TableScan(scan) = node
-            && let Some(source) = scan
-                .source
-                .downcast_ref::<datafusion::datasource::DefaultTableSource>()
+            && let Some(source) =
+                scan.source.downcast_ref::<datafusion::datasource::DefaultTableSource>()
             && let Some(t) = source.table_provider.downcast_ref::<TesseraTable>()
         {
             out.push(t.clone());

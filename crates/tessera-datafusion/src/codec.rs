@@ -186,7 +186,8 @@ pub fn uri_to_url(uri: &str) -> Result<url::Url> {
     if uri.contains("://") {
         return url::Url::parse(uri).map_err(|e| Error::Spec(format!("{uri}: {e}")));
     }
-    let abs = std::path::absolute(Path::new(uri)).map_err(|e| Error::Spec(format!("{uri}: {e}")))?;
+    let abs =
+        std::path::absolute(Path::new(uri)).map_err(|e| Error::Spec(format!("{uri}: {e}")))?;
     url::Url::from_file_path(&abs)
         .map_err(|()| Error::Spec(format!("{}: not a URL-able path", abs.display())))
 }
@@ -197,7 +198,8 @@ pub fn uri_to_url(uri: &str) -> Result<url::Url> {
 /// [`Error::Spec`] for a `file://` URL naming no local path.
 pub fn url_to_uri(url: &url::Url) -> Result<String> {
     if url.scheme() == "file" {
-        let path = url.to_file_path().map_err(|()| Error::Spec(format!("{url}: not a local path")))?;
+        let path =
+            url.to_file_path().map_err(|()| Error::Spec(format!("{url}: not a local path")))?;
         return Ok(path.to_string_lossy().into_owned());
     }
     Ok(url.as_str().to_owned())

@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::datasource::memory::MemorySourceConfig;
-use futures::StreamExt;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result as DfResult};
+use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -17,6 +16,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
+use futures::StreamExt;
 use tessera::Array;
 use tessera_arrow::{Projection, arrow_schema, read_batches};
 
@@ -66,7 +66,8 @@ impl TesseraExec {
         if self.source.is_some() {
             return Ok(self);
         }
-        let schema = Arc::new(Schema::new(vec![Field::new(SOURCE_COLUMN, DataType::UInt32, false)]));
+        let schema =
+            Arc::new(Schema::new(vec![Field::new(SOURCE_COLUMN, DataType::UInt32, false)]));
         let n = self.spec.partitions.len().max(1);
         let mut parts = Vec::with_capacity(n);
         for i in 0..n {
@@ -284,7 +285,10 @@ impl ExecutionPlan for TesseraExec {
 
 impl TesseraExec {
     /// The stream of the partitions whose numbers `numbers` yields, read one after the other.
-    fn execute_sourced(&self, mut numbers: SendableRecordBatchStream) -> DfResult<SendableRecordBatchStream> {
+    fn execute_sourced(
+        &self,
+        mut numbers: SendableRecordBatchStream,
+    ) -> DfResult<SendableRecordBatchStream> {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|e| DataFusionError::Execution(format!("TesseraExec needs tokio: {e}")))?;
         let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(2);
@@ -303,7 +307,8 @@ impl TesseraExec {
                     }
                 };
                 let Some(column) = batch.column(0).as_any().downcast_ref::<UInt32Array>() else {
-                    let _ = tx.send(Err(DataFusionError::Internal("partition source".into()))).await;
+                    let _ =
+                        tx.send(Err(DataFusionError::Internal("partition source".into()))).await;
                     return;
                 };
                 wanted.extend(column.values().iter().map(|&i| i as usize));
