@@ -387,11 +387,15 @@ fn python_checks(root: &Path, python: &Path) -> Result<()> {
 fn ballista_checks(root: &Path, python: &Path) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = root.join("crates/tessera-ballista/Cargo.toml");
-    let mut cmd = Command::new(&cargo);
-    cmd.current_dir(root).args(["build", "-p", "tessera-cli", "--bin", "tessera"]);
-    run(&mut cmd, "cargo build -p tessera-cli (for tessera sql --cluster)")?;
+    // `cargo test --workspace` built the debug `tessera` (tessera-cli's integration tests
+    // need it); a build with other features would rebuild DataFusion for nothing.
     let tessera =
         target_dir(root).join("debug").join(if cfg!(windows) { "tessera.exe" } else { "tessera" });
+    if !tessera.is_file() {
+        let mut cmd = Command::new(&cargo);
+        cmd.current_dir(root).args(["build", "-p", "tessera-cli", "--bin", "tessera"]);
+        run(&mut cmd, "cargo build -p tessera-cli (for tessera sql --cluster)")?;
+    }
     let mut cmd = Command::new(&cargo);
     cmd.current_dir(root)
         .arg("test")
