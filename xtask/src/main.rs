@@ -50,7 +50,10 @@
 //!   (`xtask/fixtures/check_old_formats.py`).
 //! * `test`: `cargo test --workspace`, then the facade's `ndarray` feature tests, then the S3
 //!   tests (`#[ignore]`d in plain `cargo test`: `cargo test --test s3 -- --ignored` of
-//!   tessera-object-store and tessera-cli, against moto from the venv), then the doc check
+//!   tessera-object-store and tessera-cli, against moto from the venv), then the Ballista
+//!   checks (`crates/tessera-ballista`, outside the workspace, built once: the `proto`
+//!   codec round trips, and a scheduler with two executors as processes answering SQL over
+//!   local and S3 arrays as one node does), then the doc check
 //!   (`cargo doc --workspace --no-deps` with rustdoc warnings denied: broken intra-doc links
 //!   fail), then every `tessera` command of the README's `sh` blocks against `testdata`
 //!   (`readme.rs`), then `conformance`, then the
@@ -314,6 +317,7 @@ fn real_main() -> Result<()> {
                 .args(test_part.iter().skip(1))
                 .env("TESSERA_S3_PYTHON", &python);
             run(&mut cmd, "the S3 emulator tests (cargo test --test s3 -- --ignored)")?;
+            ballista_checks(&root, &python)?;
             doc_check(&root)?;
             let tessera = build_cli(&root)?;
             readme::run_readme_commands(&root, &tessera, &target_dir(&root))?;
@@ -377,6 +381,36 @@ fn python_checks(root: &Path, python: &Path) -> Result<()> {
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "python/tests"])
         .env("PYTHONDONTWRITEBYTECODE", "1");
     run(&mut cmd, "pytest python/tests")
+}
+
+/// The Ballista part of `cargo xtask test`. `crates/tessera-ballista` is outside the workspace
+/// (Ballista brings tonic, prost and an HTTP stack that `cargo test --workspace` should not
+/// build), so it is built here, once, into the same target directory, and its tests run:
+/// the round trips of tessera-datafusion's `proto` codecs, and the cluster tests (a scheduler and two
+/// executors as separate processes; also over moto's S3 and with `tessera sql --cluster`,
+/// hence the venv python and the debug `tessera` binary that `cargo test --workspace` built).
+fn ballista_checks(root: &Path, python: &Path) -> Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let manifest = root.join("crates/tessera-ballista/Cargo.toml");
+    // `cargo test --workspace` built the debug `tessera` (tessera-cli's integration tests
+    // need it); a build with other features would rebuild DataFusion for nothing.
+    let tessera =
+        target_dir(root).join("debug").join(if cfg!(windows) { "tessera.exe" } else { "tessera" });
+    if !tessera.is_file() {
+        let mut cmd = Command::new(&cargo);
+        cmd.current_dir(root).args(["build", "-p", "tessera-cli", "--bin", "tessera"]);
+        run(&mut cmd, "cargo build -p tessera-cli (for tessera sql --cluster)")?;
+    }
+    let mut cmd = Command::new(&cargo);
+    cmd.current_dir(root)
+        .arg("test")
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .args(["-p", "tessera-ballista", "--", "--include-ignored", "--test-threads", "1"])
+        .env("CARGO_TARGET_DIR", target_dir(root))
+        .env("TESSERA_S3_PYTHON", python)
+        .env("TESSERA_BIN", &tessera);
+    run(&mut cmd, "the Ballista cluster tests (crates/tessera-ballista)")
 }
 
 /// The packages with criterion benchmarks (`benches/`).

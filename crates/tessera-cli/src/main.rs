@@ -44,6 +44,8 @@ mod progress;
 mod read_cmd;
 mod schema_cmd;
 #[cfg(feature = "sql")]
+mod sql_cluster;
+#[cfg(feature = "sql")]
 mod sql_cmd;
 #[cfg(not(feature = "sql"))]
 #[path = "sql_disabled.rs"]

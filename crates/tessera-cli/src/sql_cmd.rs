@@ -32,10 +32,35 @@ pub(crate) struct SqlArgs {
     /// Output format (default: table on a terminal, jsonl otherwise).
     #[arg(long, value_enum)]
     pub(crate) format: Option<FormatArg>,
+    /// Run the query on the Ballista cluster whose scheduler is at `df://HOST:PORT` (through
+    /// the `tessera-ballista` binary; the arrays must be reachable from every machine).
+    #[arg(long, value_name = "df://HOST:PORT")]
+    pub(crate) cluster: Option<String>,
 }
 
 /// Runs `tessera sql`, opening each table's array with `open` (newest state).
 pub(crate) fn run(args: &SqlArgs, open: impl Fn(&Path) -> Result<Array>) -> Result<()> {
+    let (fields, batches) = match &args.cluster {
+        Some(url) => crate::sql_cluster::run(url, &args.tables, &args.query)?,
+        None => run_here(args, open)?,
+    };
+    let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
+        FormatArg::Table
+    } else {
+        FormatArg::Jsonl
+    });
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    print(&mut out, &fields, &batches, format)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Runs the query in this process: the result's fields and batches.
+fn run_here(
+    args: &SqlArgs,
+    open: impl Fn(&Path) -> Result<Array>,
+) -> Result<(Vec<Field>, Vec<RecordBatch>)> {
     let ctx = SessionContext::new();
     for t in &args.tables {
         let (name, path) =
@@ -60,16 +85,7 @@ pub(crate) fn run(args: &SqlArgs, open: impl Fn(&Path) -> Result<Array>) -> Resu
             Ok::<_, datafusion::error::DataFusionError>((fields, batches))
         })
         .map_err(|e| anyhow!(one_line(&e.to_string())))?;
-    let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
-        FormatArg::Table
-    } else {
-        FormatArg::Jsonl
-    });
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    print(&mut out, &fields, &batches, format)?;
-    out.flush()?;
-    Ok(())
+    Ok((fields, batches))
 }
 
 /// One output column as TileDB cells, to print with `read`'s cell printer.
@@ -171,7 +187,7 @@ fn print<W: Write>(
 }
 
 /// DataFusion's multi-line messages on one line (errors are one line on standard error).
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
 }
 

@@ -20,6 +20,9 @@ pub(crate) struct SqlArgs {
     /// Output format (default: table on a terminal, jsonl otherwise).
     #[arg(long, value_enum)]
     pub(crate) format: Option<FormatArg>,
+    /// Run the query on the Ballista cluster at `df://HOST:PORT`.
+    #[arg(long, value_name = "df://HOST:PORT")]
+    pub(crate) cluster: Option<String>,
 }
 
 /// Refuses: SQL needs the `sql` feature.

@@ -4,10 +4,11 @@
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result as DfResult};
+use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -15,6 +16,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
+use futures::StreamExt;
 use tessera::Array;
 use tessera_arrow::{Projection, arrow_schema, read_batches};
 
@@ -25,13 +27,24 @@ use crate::{Error, Result, open_uri};
 /// its part of the subarray on tokio's blocking pool (the engine is synchronous and
 /// CPU-heavy) and sends batches through a small channel, so a slow consumer holds the read
 /// back instead of buffering it.
-#[derive(Debug)]
+///
+/// For distributed engines that cut a stage into tasks by restricting the partitions of the
+/// stage's leaves (Ballista), [`Self::with_partition_source`] gives the scan a child: a
+/// memory source whose partition `i` holds the number `i`. Such an engine keeps only the
+/// task's partitions of that child, and the scan reads exactly the partitions named by what
+/// its child yields, so no partition is read twice or left out.
+#[derive(Debug, Clone)]
 pub struct TesseraExec {
     spec: TesseraScanSpec,
     array: Arc<Array>,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
+    /// The partition numbers to read, one partition of numbers per output partition.
+    source: Option<Arc<dyn ExecutionPlan>>,
 }
+
+/// The column of a partition source.
+const SOURCE_COLUMN: &str = "tessera_partition";
 
 impl TesseraExec {
     /// The scan of `spec` over `array` (opened as the spec says).
@@ -40,13 +53,52 @@ impl TesseraExec {
     /// [`Error::Arrow`] for a projection the array does not have.
     pub fn new(spec: TesseraScanSpec, array: Arc<Array>) -> Result<Self> {
         let schema = output_schema(&array, &spec.projection)?;
-        let properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(schema.clone()),
-            Partitioning::UnknownPartitioning(spec.partitions.len().max(1)),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        ));
-        Ok(TesseraExec { spec, array, schema, properties })
+        let properties = properties(&schema, spec.partitions.len().max(1));
+        Ok(TesseraExec { spec, array, schema, properties, source: None })
+    }
+
+    /// This scan reading the partitions its new child, a partition source, names (see the
+    /// type's docs); a scan that has one already is returned as it is.
+    ///
+    /// # Errors
+    /// DataFusion's, building the memory source.
+    pub fn with_partition_source(self) -> Result<Self> {
+        if self.source.is_some() {
+            return Ok(self);
+        }
+        let schema =
+            Arc::new(Schema::new(vec![Field::new(SOURCE_COLUMN, DataType::UInt32, false)]));
+        let n = self.spec.partitions.len().max(1);
+        let mut parts = Vec::with_capacity(n);
+        for i in 0..n {
+            let column: ArrayRef = Arc::new(UInt32Array::from(vec![i as u32]));
+            parts.push(vec![RecordBatch::try_new(schema.clone(), vec![column])?]);
+        }
+        let source = MemorySourceConfig::try_new_exec(&parts, schema, None)?;
+        self.with_source(source)
+    }
+
+    /// This scan over `source` (a partition source, as [`Self::with_partition_source`]
+    /// makes and a distributed engine restricts); for decoding shipped plans.
+    ///
+    /// # Errors
+    /// [`Error::Spec`] when `source` does not yield partition numbers.
+    pub fn with_source(mut self, source: Arc<dyn ExecutionPlan>) -> Result<Self> {
+        let fields = source.schema().fields().clone();
+        if fields.len() != 1 || fields[0].data_type() != &DataType::UInt32 {
+            return Err(Error::Spec(format!(
+                "a Tessera scan's partition source yields {fields:?}, not partition numbers"
+            )));
+        }
+        let n = source.properties().output_partitioning().partition_count();
+        self.properties = properties(&self.schema, n);
+        self.source = Some(source);
+        Ok(self)
+    }
+
+    /// The partition source, when the scan has one.
+    pub fn partition_source(&self) -> Option<&Arc<dyn ExecutionPlan>> {
+        self.source.as_ref()
     }
 
     /// Rebuilds a scan from its spec (for instance one shipped from another process): opens
@@ -56,7 +108,19 @@ impl TesseraExec {
     /// [`Error::Tessera`] when the array cannot be opened; [`Error::Spec`] when it shows
     /// other fragments than when the spec was made.
     pub fn from_spec(spec: TesseraScanSpec) -> Result<Self> {
-        let array = open_uri(&spec.uri, Some(spec.timestamps))?;
+        TesseraExec::from_spec_with(spec, &|uri, ts| open_uri(uri, ts))
+    }
+
+    /// As [`Self::from_spec`], opening the array with `open` (for URIs other than local
+    /// paths, such as object stores configured from the process's environment).
+    ///
+    /// # Errors
+    /// As [`Self::from_spec`], and what `open` returns.
+    pub fn from_spec_with(
+        spec: TesseraScanSpec,
+        open: &dyn Fn(&str, Option<(u64, u64)>) -> Result<Array>,
+    ) -> Result<Self> {
+        let array = open(&spec.uri, Some(spec.timestamps))?;
         let names: Vec<String> = array.fragments().iter().map(|f| f.name().to_string()).collect();
         if names != spec.fragments {
             return Err(Error::Spec(format!(
@@ -71,6 +135,15 @@ impl TesseraExec {
     pub fn spec(&self) -> &TesseraScanSpec {
         &self.spec
     }
+}
+
+fn properties(schema: &SchemaRef, partitions: usize) -> Arc<PlanProperties> {
+    Arc::new(PlanProperties::new(
+        EquivalenceProperties::new(schema.clone()),
+        Partitioning::UnknownPartitioning(partitions),
+        EmissionType::Incremental,
+        Boundedness::Bounded,
+    ))
 }
 
 /// The projection's fields split into dimensions and attributes.
@@ -133,7 +206,13 @@ impl ExecutionPlan for TesseraExec {
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        Vec::new()
+        self.source.iter().collect()
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        // The partition source must never be repartitioned: each of its partitions is one
+        // of ours.
+        vec![false; self.source.iter().count()]
     }
 
     fn apply_expressions(
@@ -147,18 +226,37 @@ impl ExecutionPlan for TesseraExec {
         self: Arc<Self>,
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        if children.is_empty() {
-            Ok(self)
-        } else {
-            Err(DataFusionError::Internal("TesseraExec has no children".into()))
+        match (children.len(), &self.source) {
+            (0, None) => Ok(self),
+            (1, Some(_)) => {
+                let mut children = children;
+                let child = children.remove(0);
+                let exec = TesseraExec {
+                    spec: self.spec.clone(),
+                    array: self.array.clone(),
+                    schema: self.schema.clone(),
+                    properties: self.properties.clone(),
+                    source: None,
+                };
+                Ok(Arc::new(
+                    exec.with_source(child).map_err(|e| DataFusionError::External(Box::new(e)))?,
+                ))
+            }
+            (n, _) => Err(DataFusionError::Internal(format!(
+                "TesseraExec has {} children, not {n}",
+                self.source.iter().count()
+            ))),
         }
     }
 
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> DfResult<SendableRecordBatchStream> {
+        if let Some(source) = &self.source {
+            return self.execute_sourced(source.execute(partition, context)?);
+        }
         let schema = self.schema.clone();
         let Some(part) = self.spec.partitions.get(partition).cloned() else {
             // A scan with no partitions has one, empty.
@@ -182,6 +280,63 @@ impl ExecutionPlan for TesseraExec {
         let stream =
             futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+    }
+}
+
+impl TesseraExec {
+    /// The stream of the partitions whose numbers `numbers` yields, read one after the other.
+    fn execute_sourced(
+        &self,
+        mut numbers: SendableRecordBatchStream,
+    ) -> DfResult<SendableRecordBatchStream> {
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|e| DataFusionError::Execution(format!("TesseraExec needs tokio: {e}")))?;
+        let (tx, rx) = tokio::sync::mpsc::channel::<DfResult<RecordBatch>>(2);
+        let array = self.array.clone();
+        let spec = self.spec.clone();
+        let out_schema = self.schema.clone();
+        let blocking = handle.clone();
+        handle.spawn(async move {
+            let mut wanted = Vec::new();
+            while let Some(batch) = numbers.next().await {
+                let batch = match batch {
+                    Ok(b) => b,
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
+                };
+                let Some(column) = batch.column(0).as_any().downcast_ref::<UInt32Array>() else {
+                    let _ =
+                        tx.send(Err(DataFusionError::Internal("partition source".into()))).await;
+                    return;
+                };
+                wanted.extend(column.values().iter().map(|&i| i as usize));
+            }
+            let _ = blocking
+                .spawn_blocking(move || {
+                    for i in wanted {
+                        // A scan with no partitions has one, empty.
+                        let Some(part) = spec.partitions.get(i) else { continue };
+                        let mut open = true;
+                        let result = read_partition(&array, &spec, part, &out_schema, &mut |b| {
+                            open = tx.blocking_send(Ok(b)).is_ok();
+                            open
+                        });
+                        if let Err(e) = result {
+                            let _ = tx.blocking_send(Err(DataFusionError::External(Box::new(e))));
+                            return;
+                        }
+                        if !open {
+                            return;
+                        }
+                    }
+                })
+                .await;
+        });
+        let stream =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), stream)))
     }
 }
 

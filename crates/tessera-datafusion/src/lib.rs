@@ -46,6 +46,9 @@
 //! * The scan is a [`TesseraScanSpec`] (array URI, timestamps, fragment list, projection,
 //!   ranges per partition, condition, limit) that serialises to bytes and rebuilds with
 //!   [`TesseraExec::from_spec`], for engines that ship plans (Ballista).
+//! * Feature `proto`: `TesseraPhysicalCodec` and `TesseraLogicalCodec` (datafusion-proto
+//!   extension codecs) encode scans and tables as tagged bytes, for Ballista
+//!   (`crates/tessera-ballista`).
 //! * `EXPLAIN` shows the pushdown: `TesseraExec: array=…, partitions=N, projection=[…],
 //!   ranges=[x: 3..=9], condition=v < 80`.
 
@@ -54,11 +57,20 @@
 #[doc = include_str!("../../../README.md")]
 mod readme_examples {}
 
+#[cfg(feature = "proto")]
+mod codec;
 mod exec;
 mod pushdown;
 mod spec;
 mod table;
 
+#[cfg(feature = "proto")]
+pub use codec::{
+    ArrayOpener, TesseraLogicalCodec, TesseraPhysicalCodec, local_opener, uri_to_url, url_to_uri,
+};
+/// The datafusion-proto these codecs implement (to encode and decode plans with them).
+#[cfg(feature = "proto")]
+pub use datafusion_proto;
 pub use exec::TesseraExec;
 pub use spec::{DimRanges, PartitionSpec, TesseraScanSpec};
 pub use table::TesseraTable;

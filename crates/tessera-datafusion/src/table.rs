@@ -29,6 +29,8 @@ pub struct TesseraTable {
     schema: SchemaRef,
     dims: Vec<DimInfo>,
     memory_budget: Option<u64>,
+    partitions: Option<usize>,
+    partition_source: bool,
 }
 
 impl TesseraTable {
@@ -65,6 +67,8 @@ impl TesseraTable {
             schema,
             dims,
             memory_budget: Some(DEFAULT_BUDGET),
+            partitions: None,
+            partition_source: false,
         })
     }
 
@@ -72,6 +76,36 @@ impl TesseraTable {
     pub fn with_memory_budget(mut self, bytes: u64) -> Self {
         self.memory_budget = Some(bytes);
         self
+    }
+
+    /// Cuts each scan into at most `n` partitions, whatever the session's target partitions
+    /// (a distributed engine runs one task per partition).
+    pub fn with_partitions(mut self, n: usize) -> Self {
+        self.partitions = Some(n.max(1));
+        self
+    }
+
+    /// Makes each scan read the partitions its partition source names
+    /// ([`TesseraExec::with_partition_source`]), for distributed engines that hand tasks
+    /// their slices of a stage by restricting the stage's leaves (Ballista).
+    pub fn with_partition_source(mut self, on: bool) -> Self {
+        self.partition_source = on;
+        self
+    }
+
+    /// Where scans reopen the array (a local path or an object-store URI).
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// The memory budget of each partition's read, in bytes.
+    pub fn memory_budget(&self) -> Option<u64> {
+        self.memory_budget
+    }
+
+    /// The partition count set by [`Self::with_partitions`].
+    pub fn partitions(&self) -> Option<usize> {
+        self.partitions
     }
 
     /// The array.
@@ -302,12 +336,15 @@ impl TableProvider for TesseraTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let target = state.config().target_partitions();
+        let target = self.partitions.unwrap_or_else(|| state.config().target_partitions());
         let spec = self
             .plan(projection, filters, limit, target)
             .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
-        let exec = TesseraExec::new(spec, self.array.clone())
-            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+        let external = |e| datafusion::error::DataFusionError::External(Box::new(e));
+        let mut exec = TesseraExec::new(spec, self.array.clone()).map_err(external)?;
+        if self.partition_source {
+            exec = exec.with_partition_source().map_err(external)?;
+        }
         Ok(Arc::new(exec))
     }
 }
