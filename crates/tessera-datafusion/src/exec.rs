@@ -23,6 +23,8 @@ use tessera_arrow::{Projection, arrow_schema, read_batches};
 use crate::spec::{PartitionSpec, TesseraScanSpec, display_ranges};
 use crate::{Error, Result, open_uri};
 
+/// Opens the array at a URI, at a timestamp range when given (how a scan finds its array).
+pub(crate) type OpenAt<'a> = dyn Fn(&str, Option<(u64, u64)>) -> Result<Array> + 'a;
 /// The scan of a Tessera array: [`TesseraScanSpec`] made executable. Each partition reads
 /// its part of the subarray on tokio's blocking pool (the engine is synchronous and
 /// CPU-heavy) and sends batches through a small channel, so a slow consumer holds the read
@@ -116,10 +118,7 @@ impl TesseraExec {
     ///
     /// # Errors
     /// As [`Self::from_spec`], and what `open` returns.
-    pub fn from_spec_with(
-        spec: TesseraScanSpec,
-        open: &dyn Fn(&str, Option<(u64, u64)>) -> Result<Array>,
-    ) -> Result<Self> {
+    pub fn from_spec_with(spec: TesseraScanSpec, open: &OpenAt<'_>) -> Result<Self> {
         let array = open(&spec.uri, Some(spec.timestamps))?;
         let names: Vec<String> = array.fragments().iter().map(|f| f.name().to_string()).collect();
         if names != spec.fragments {
