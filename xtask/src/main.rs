@@ -373,7 +373,10 @@ fn python_checks(root: &Path, python: &Path) -> Result<()> {
     cmd.current_dir(root)
         .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input"])
         .args(["--progress-bar", "off", "--force-reinstall", "--no-deps", "./python"])
-        .env("CARGO_TARGET_DIR", root.join(PYTHON_TARGET));
+        .env("CARGO_TARGET_DIR", root.join(PYTHON_TARGET))
+        // The test build skips link-time optimisation (minutes on two cores); wheels for users
+        // keep the release profile's thin LTO.
+        .env("CARGO_PROFILE_RELEASE_LTO", "false");
     run(&mut cmd, "pip install ./python")?;
     println!("xtask: python -m pytest python/tests");
     let mut cmd = Command::new(python);
