@@ -311,7 +311,9 @@ fn real_main() -> Result<()> {
             let (cargo_part, test_part) = cargo_args.split_at(dashes);
             let mut cmd = Command::new(&cargo);
             cmd.current_dir(&root)
-                .args(["test", "-p", "tessera-object-store", "-p", "tessera-cli", "--test", "s3"])
+                // `--workspace` (the packages with an `s3` test: tessera-object-store and
+                // tessera-cli) resolves features as the run above did, so nothing is rebuilt.
+                .args(["test", "--workspace", "--test", "s3"])
                 .args(cargo_part)
                 .args(["--", "--ignored"])
                 .args(test_part.iter().skip(1))
