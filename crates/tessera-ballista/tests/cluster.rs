@@ -533,7 +533,10 @@ fn tessera_sql_cluster_prints_as_local() {
     for (q, format) in [
         ("SELECT x, y, i, s FROM pts WHERE i IS NULL OR x < 900 ORDER BY x, y", "jsonl"),
         ("SELECT r, sum(v) AS sv, count(*) AS n FROM grid GROUP BY r ORDER BY r", "csv"),
-        ("SELECT p.x, g.v FROM pts p JOIN grid g ON p.y = g.c AND p.i = g.r ORDER BY p.x", "table"),
+        (
+            "SELECT p.x, g.v FROM pts p JOIN grid g ON p.y = g.c AND p.i = g.r ORDER BY p.x, g.v",
+            "table",
+        ),
     ] {
         let (ok_l, want, err_l) = sql(None, q, format);
         assert!(ok_l, "{q}: {err_l}");
