@@ -112,12 +112,50 @@ def _tile_chunks(lo: int, hi: int, origin: int, tile: int) -> tuple[int, ...]:
     return tuple(sizes)
 
 
+def _group_tiles(tile_chunks: list[tuple[int, ...]], tiles: list[int], cell_bytes: int, limit: int) -> tuple:
+    """Tile-aligned chunks merged into blocks of whole tiles of at most ``limit`` bytes (one
+    tile at least): the last dimension grows first (a block then spans whole rows of tiles,
+    which the engine reads in order), and each dimension's groups are made as even as its
+    tile count allows, so that workers get similar blocks.
+
+    One task per tile costs more in the scheduler and workers than the read itself (a 4 MB
+    tile reads in ~6 ms, its task's overhead is as large or larger), so fewer, larger blocks
+    are what makes reductions over a whole array fast."""
+    tile_bytes = cell_bytes * math.prod(min(t, max(c)) for t, c in zip(tiles, tile_chunks))
+    budget = max(1, limit // max(1, tile_bytes))
+    out = [None] * len(tile_chunks)
+    for d in reversed(range(len(tile_chunks))):
+        c = tile_chunks[d]
+        per = max(1, min(len(c), budget))
+        budget = max(1, budget // per)
+        groups = math.ceil(len(c) / per)
+        # `groups` runs of consecutive tiles, their lengths differing by one at most
+        base, extra = divmod(len(c), groups)
+        sizes, i = [], 0
+        for g in range(groups):
+            n = base + (1 if g < extra else 0)
+            sizes.append(sum(c[i:i + n]))
+            i += n
+        out[d] = tuple(sizes)
+    return tuple(out)
+
+
+def _chunk_limit() -> int:
+    """dask's ``array.chunk-size`` in bytes."""
+    import dask
+    from dask.utils import parse_bytes
+
+    return int(parse_bytes(dask.config.get("array.chunk-size", "128MiB")))
+
+
 def from_tessera(uri, attribute=None, chunks=None, timestamp=None, config=None, region=None):
     """A dense array as a ``dask.array.Array`` (or a dict of them, one per attribute, when
     ``attribute`` is a list).
 
     - ``attribute``: a name, a list of names, or ``None`` for the only attribute;
-    - ``chunks``: dask's chunk spec; by default the tiles (so each task decodes whole tiles);
+    - ``chunks``: dask's chunk spec; by default blocks of whole tiles up to dask's
+      ``array.chunk-size`` (each task decodes whole tiles, and no task is so small that its
+      overhead outweighs its read); ``"tiles"`` for one tile per chunk;
     - ``timestamp``: an int or ``(start, end)``; by default the array as it is when the graph
       is built, pinned so that every task reads that version;
     - ``region``: ``"domain"`` (the full domain, as tiledb-py's ``A[:]``), ``"nonempty"``, or
@@ -170,8 +208,13 @@ def from_tessera(uri, attribute=None, chunks=None, timestamp=None, config=None, 
             raise ValueError(f"region must be 'domain', 'nonempty' or None, not {region!r}")
         tiles = [int(d.tile) for d in schema.domain]
     shape = tuple(hi - lo + 1 for lo, hi in bounds)
-    if chunks is None:
-        chunks = tuple(_tile_chunks(lo, hi, f[0], t) for (lo, hi), f, t in zip(bounds, full, tiles))
+    if chunks is None or (isinstance(chunks, str) and chunks == "tiles"):
+        per_tile = [_tile_chunks(lo, hi, f[0], t) for (lo, hi), f, t in zip(bounds, full, tiles)]
+        if chunks is None:
+            cell_bytes = sum(np.dtype(a.dtype).itemsize for a in fields)
+            chunks = _group_tiles(per_tile, tiles, cell_bytes, _chunk_limit())
+        else:
+            chunks = tuple(per_tile)
     else:
         chunks = da.core.normalize_chunks(chunks, shape, dtype=fields[0].dtype)
     token = tokenize("tessera", uri, _version(uri, ts), tuple(names), chunks, tuple(bounds))

@@ -79,7 +79,7 @@ def sparse(tmp_path_factory):
 
 
 def test_from_tessera_values_and_tile_chunks(client, dense):
-    x = tdask.from_tessera(dense, attribute="a")
+    x = tdask.from_tessera(dense, attribute="a", chunks="tiles")
     with tiledb.open(dense) as R:
         want = R[:]["a"]
     # chunks follow the tiles from the domain's origin (10, -5): 40 = 5 x 8, 20 = 6 + 6 + 6 + 2
@@ -89,7 +89,32 @@ def test_from_tessera_values_and_tile_chunks(client, dense):
     np.testing.assert_allclose(x.mean(axis=0).compute(), want.mean(axis=0))
     # a slice reads only its blocks, and equal reads share their keys
     np.testing.assert_array_equal(x[3:17, 2:9].compute(), want[3:17, 2:9])
-    assert tdask.from_tessera(dense, attribute="a").name == x.name
+    assert tdask.from_tessera(dense, attribute="a", chunks="tiles").name == x.name
+
+
+def test_from_tessera_default_chunks_group_whole_tiles(client, dense):
+    import dask
+
+    with tiledb.open(dense) as R:
+        want = R[:]
+    # 8 x 6 float64 tiles are 384 bytes: up to 4 tiles per block fill a row of 20 columns
+    # (6 + 6 + 6 + 2) first; rows then come in single tiles (40 = 5 x 8)
+    with dask.config.set({"array.chunk-size": "1600B"}):
+        x = tdask.from_tessera(dense, attribute="a")
+    assert x.chunks == ((8,) * 5, (20,))
+    # 10 tiles per block: 2 tile rows per block, the 5 rows split as evenly as they go
+    with dask.config.set({"array.chunk-size": "4000B"}):
+        y = tdask.from_tessera(dense, attribute="a")
+    assert y.chunks == ((16, 16, 8), (20,))
+    # the default (128 MiB) holds the whole array; two attributes count both their bytes
+    z = tdask.from_tessera(dense, attribute=["a", "b"])
+    assert z["a"].chunks == ((40,), (20,))
+    with dask.config.set({"array.chunk-size": "300B"}):
+        w = tdask.from_tessera(dense, attribute=["a", "b"])
+    assert w["b"].chunks == ((8,) * 5, (6, 6, 6, 2))  # a tile at least, whatever the limit
+    for got in (x, y, z["a"], w["a"]):
+        np.testing.assert_array_equal(got.compute(), want["a"])
+    np.testing.assert_array_equal(w["b"].compute(), want["b"])
 
 
 def test_from_tessera_multi_attribute_and_chunks(client, dense):
@@ -120,7 +145,7 @@ def test_from_tessera_huge_domain_reads_nonempty(client, tmp_path):
     tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("v", dtype=np.int16)]))
     with tiledb.open(uri, "w") as A:
         A[1000:1250] = np.arange(250, dtype=np.int16)
-    x = tdask.from_tessera(uri)
+    x = tdask.from_tessera(uri, chunks="tiles")
     assert x.shape == (250,)
     assert x.chunks == ((100, 100, 50),)
     np.testing.assert_array_equal(x.compute(), np.arange(250, dtype=np.int16))
@@ -253,7 +278,7 @@ def test_worker_killed_mid_sum(client, tmp_path):
     values = np.arange(n * n, dtype=np.int64).reshape(n, n)
     with tiledb.open(uri, "w") as A:
         A[:] = values
-    x = tdask.from_tessera(uri)
+    x = tdask.from_tessera(uri, chunks="tiles")
 
     def slow(block):
         time.sleep(0.01)
