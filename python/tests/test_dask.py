@@ -21,7 +21,8 @@ pytestmark = pytest.mark.tessera_only
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(s3_env):
+    # started after s3_env set the AWS variables: the workers inherit them
     cluster = distributed.LocalCluster(
         n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
         dashboard_address=None, silence_logs=40,
@@ -289,3 +290,129 @@ def test_worker_killed_mid_sum(client, tmp_path):
     assert int(total.compute()) == int(values.sum())
     killer.join()
     client.wait_for_workers(2, timeout=60)
+
+
+# ------------------------------------------------------------------------------------------
+# object-store URIs from the workers
+
+
+_S3_SECRET = "tessera-dask-secret-6d1f0c"
+_S3_KEY_ID = "tessera-dask-key-id-93ab"
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3_env():
+    """moto's S3 server on loopback, a bucket, and the standard AWS variables pointing at it
+    (set in this process, so that worker processes started afterwards inherit them)."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    try:
+        import moto  # noqa: F401
+    except ImportError:
+        yield None  # the object-store test skips; the others run
+        return
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"moto's server exited with {proc.returncode}")
+            try:
+                urllib.request.urlopen(urllib.request.Request(f"{url}/dask-bucket", method="PUT", data=b""), timeout=5)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    pytest.fail("moto's server did not start within 60 s")
+                time.sleep(0.2)
+        env = {
+            "AWS_ACCESS_KEY_ID": _S3_KEY_ID, "AWS_SECRET_ACCESS_KEY": _S3_SECRET, "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": url, "AWS_ALLOW_HTTP": "true", "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
+        }
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            yield port
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _graph_bytes(collection) -> bytes:
+    import cloudpickle
+
+    return cloudpickle.dumps(dict(collection.__dask_graph__()))
+
+
+def test_object_store_uris_from_the_workers(client, s3_env):
+    # the workers were started after the variables were set: each finds its credentials in
+    # its own environment, and none travels in a graph
+    if s3_env is None:
+        pytest.skip("needs moto's S3 server")
+    c = client
+    assert set(c.run(lambda: os.environ.get("AWS_SECRET_ACCESS_KEY")).values()) == {_S3_SECRET}
+    # a secret in the configuration is dropped too
+    leaky = {"vfs.s3.aws_secret_access_key": _S3_SECRET, "vfs.s3.aws_access_key_id": _S3_KEY_ID}
+    dense = "s3://dask-bucket/dense"
+    values = np.arange(48 * 30, dtype=np.int32).reshape(48, 30)
+    src = da.from_array(values, chunks=(16, 10))
+    write = tdask.to_tessera(src, dense, attr="v", config=leaky, compute=False)
+    g = _graph_bytes(write)
+    assert _S3_SECRET.encode() not in g and _S3_KEY_ID.encode() not in g
+    c.compute(write, sync=True)
+    x = tdask.from_tessera(dense, config=leaky, chunks="tiles")
+    g = _graph_bytes(x)
+    assert _S3_SECRET.encode() not in g and _S3_KEY_ID.encode() not in g
+    assert x.npartitions == 9
+    np.testing.assert_array_equal(x.compute(), values)
+    assert int(tdask.from_tessera(dense).sum().compute()) == int(values.sum())
+    # libtiledb reads what the workers wrote
+    ctx = tiledb.Ctx({
+        "vfs.s3.endpoint_override": f"127.0.0.1:{s3_env}", "vfs.s3.scheme": "http",
+        "vfs.s3.use_virtual_addressing": "false", "vfs.s3.region": "us-east-1",
+        "vfs.s3.aws_access_key_id": _S3_KEY_ID, "vfs.s3.aws_secret_access_key": _S3_SECRET,
+    })
+    with tiledb.open(dense, ctx=ctx) as R:
+        np.testing.assert_array_equal(R[:]["v"] if isinstance(R[:], dict) else R[:], values)
+    assert len(tiledb.array_fragments(dense, ctx=ctx)) == 9
+
+    # a sparse array as a dataframe, read by the workers
+    sparse = "s3://dask-bucket/sparse"
+    schema = engine.ArraySchema(
+        domain=engine.Domain(engine.Dim("x", domain=(0, 9999), tile=100, dtype=np.int64)),
+        attrs=[engine.Attr("v", dtype=np.float64)], sparse=True, capacity=64,
+    )
+    engine.Array.create(sparse, schema)
+    rng = np.random.default_rng(5)
+    xs = rng.choice(10_000, 2000, replace=False)
+    vs = rng.random(2000)
+    with engine.open(sparse, "w") as A:
+        A[xs] = {"v": vs}
+    ddf = tdask.read_dataframe(sparse, config=leaky, npartitions=4)
+    g = _graph_bytes(ddf)
+    assert _S3_SECRET.encode() not in g and _S3_KEY_ID.encode() not in g
+    got = ddf.compute().sort_values(["x", "v"]).reset_index(drop=True)
+    want = pd.DataFrame({"x": xs, "v": vs}).sort_values(["x", "v"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want, check_dtype=False)
