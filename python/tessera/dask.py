@@ -432,8 +432,18 @@ class _ReadPartition:
             df = q.df[tuple(sel)]
 
         # dimensions that the array's pandas metadata made the index become columns again
-        df = df.reset_index(drop=isinstance(df.index, pd.RangeIndex))
-        return df[[c for c in dims + attrs if c in df.columns]]
+        # (each step only when needed: on a partition of a million rows, an unneeded
+        # reset_index or column selection copies every column once more)
+        idx = df.index
+        if not (isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1):
+            df = df.reset_index(drop=isinstance(idx, pd.RangeIndex))
+        order = [c for c in dims + attrs if c in df.columns]
+        return df if list(df.columns) == order else df[order]
+
+    def meta(self, rng):
+        """The empty frame with the partitions' columns and dtypes: a read of the range's
+        first coordinate only (not of the whole first partition)."""
+        return self(rng if rng is None else (rng[0], rng[0])).iloc[:0]
 
 
 def read_dataframe(uri, columns=None, cond=None, timestamp=None, config=None, npartitions=None,
@@ -463,5 +473,5 @@ def read_dataframe(uri, columns=None, cond=None, timestamp=None, config=None, np
         attrs = [a for a in all_attrs if a in columns]
     dim0, ranges = _partition_ranges(uri, ts, config, npartitions, cells_per_partition)
     reader = _ReadPartition(uri, ts, config, dims, attrs, cond, dim0)
-    meta = reader(ranges[0]).iloc[:0] if ranges else None
+    meta = reader.meta(ranges[0]) if ranges else None
     return dd.from_map(reader, ranges, meta=meta, enforce_metadata=False, label="read-tessera")
