@@ -65,21 +65,28 @@ def _version(uri: str, ts: tuple) -> tuple:
     return frags, files
 
 
-# Arrays a worker has open for reading, by (URI, timestamp range, configuration): a task
-# reuses the schema and fragment list its neighbours loaded (an array opened at a fixed
-# timestamp range never changes). A few are kept; older ones are let go (not closed: another
+# Arrays a worker has open, by (mode, URI, timestamp, configuration): a task reuses the
+# schema and fragment list its neighbours loaded (an array opened at a fixed timestamp
+# range never changes; a writer at a fixed timestamp writes each block as a new fragment). A few are kept; older ones are let go (not closed: another
 # task may still be reading through them).
 _OPEN: dict = {}
 _OPEN_MAX = 16
 _OPEN_LOCK = threading.Lock()
 
 
-def _cached(uri: str, timestamp: tuple, config):
-    key = (uri, tuple(timestamp), tuple(sorted((config or {}).items())))
+def _cached(uri: str, timestamp, config, mode: str = "r"):
+    """The array open at ``timestamp`` (a range for reads, the write timestamp for writes)
+    that this worker's earlier tasks opened, or a new one.
+
+    Writers are cached too: opening an array loads every fragment's metadata it shows, so
+    a ``to_tessera`` that opened the array again for each block would load 1, 2, ... n
+    fragments' metadata for its n blocks. One open array writes any number of fragments."""
+    stamp = tuple(timestamp) if mode == "r" else int(timestamp)
+    key = (mode, uri, stamp, tuple(sorted((config or {}).items())))
     with _OPEN_LOCK:
         A = _OPEN.pop(key, None)
         if A is None:
-            A = _open(uri, timestamp=tuple(timestamp), config=config)
+            A = _open(uri, mode, timestamp=stamp, config=config)
         _OPEN[key] = A
         while len(_OPEN) > _OPEN_MAX:
             _OPEN.pop(next(iter(_OPEN)))
@@ -257,8 +264,8 @@ def _write_block(block: np.ndarray, uri: str, attr: str, timestamp: int, config,
     sel = tuple(slice(o + a, o + b) for o, (a, b) in zip(offset, loc))
     if any(s.start < 0 for s in sel):
         raise TileDBError(f"{uri}: to_tessera writes at non-negative coordinates only (block at {sel})")
-    with _open(uri, "w", timestamp=timestamp, config=config) as W:
-        W[sel] = {attr: np.ascontiguousarray(block)}
+    W = _cached(uri, timestamp, config, mode="w")
+    W[sel] = {attr: np.ascontiguousarray(block)}
     return np.zeros((1,) * block.ndim, dtype=np.int8)
 
 
