@@ -284,9 +284,9 @@ impl NativeArray {
         // A writeable buffer (the borrow fails on read-only arrays); the pointer is taken
         // while the borrow is held.
         let (ptr, len) = {
-            let mut rw = buf
-                .try_readwrite()
-                .map_err(|e| tiledb_error(format!("read_into: the buffer is not writeable ({e})")))?;
+            let mut rw = buf.try_readwrite().map_err(|e| {
+                tiledb_error(format!("read_into: the buffer is not writeable ({e})"))
+            })?;
             let slice = rw.as_slice_mut().map_err(|e| tiledb_error(format!("read_into: {e}")))?;
             (slice.as_mut_ptr() as usize, slice.len())
         };
