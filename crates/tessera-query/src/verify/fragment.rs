@@ -18,7 +18,7 @@ use tessera_types::{CELL_VAL_NUM_VAR, Datatype, FilterType, Layout};
 
 use super::{Problem, Schemas, chain};
 use crate::FRAGMENT_METADATA_FILE;
-use crate::array::dirs;
+use tessera_fragment::dirs;
 
 /// What verifying one fragment found.
 pub(super) struct Outcome {

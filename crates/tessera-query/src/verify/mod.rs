@@ -67,8 +67,8 @@ use tessera_schema::{ArraySchema, Enumeration};
 use tessera_storage::{Entry, Storage};
 use tessera_types::names::TimestampedName;
 
-use crate::array::dirs;
 use crate::{Error, Result};
+use tessera_fragment::dirs;
 
 /// How serious a [`Problem`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
