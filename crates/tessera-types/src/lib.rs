@@ -22,6 +22,7 @@ mod enums;
 mod error;
 mod key;
 pub mod names;
+pub mod nom_parse;
 mod primitive;
 mod read_layout;
 mod reader;
