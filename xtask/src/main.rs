@@ -301,9 +301,17 @@ fn real_main() -> Result<()> {
             let mut cmd = Command::new(&cargo);
             cmd.current_dir(&root).args(["test", "--workspace"]).args(&cargo_args);
             run(&mut cmd, "cargo test --workspace")?;
-            // The facade's optional features (the ndarray round trips).
+            // The facade's optional features (the ndarray round trips). `tessera-storage/testing`
+            // is on in the workspace run (dev-dependencies), so asking for it here too lets
+            // this run reuse that build of the engine instead of compiling it again.
             let mut cmd = Command::new(&cargo);
-            cmd.current_dir(&root).args(["test", "-p", "tessera", "--features", "ndarray"]);
+            cmd.current_dir(&root).args([
+                "test",
+                "-p",
+                "tessera",
+                "--features",
+                "ndarray,tessera-storage/testing",
+            ]);
             run(cmd.args(&cargo_args), "cargo test -p tessera --features ndarray")?;
             // The S3 tests are #[ignore]d in plain `cargo test`: they start moto's S3 server
             // from the venv on loopback, here.
