@@ -1567,8 +1567,8 @@ impl<'a> SparseReader<'a> {
         let mut total = 0u64;
         // Room for the batch's fixed-size values, so that no column grows by copying (pages
         // reserved but never written are not memory the process holds).
-        if fixed > 0 {
-            let cells = usize::try_from(budget / fixed + 1).unwrap_or(usize::MAX);
+        if let Some(cells) = budget.checked_div(fixed) {
+            let cells = usize::try_from(cells + 1).unwrap_or(usize::MAX);
             for (col, f) in out.columns.iter_mut().zip(&self.out) {
                 if !f.is_var() {
                     let _ = col.data.try_reserve(cells.saturating_mul(f.cell_size()));
