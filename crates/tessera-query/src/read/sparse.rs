@@ -1543,17 +1543,23 @@ impl<'a> SparseReader<'a> {
             }
             if n > 0 {
                 any = true;
-                out.columns
-                    .par_iter_mut()
-                    .zip(self.out.par_iter().zip(self.out_slots.par_iter()))
-                    .with_min_len(columns_per_task(n, self.out.len()))
-                    .for_each(|(col, (f, &s))| {
-                        let field_tiles: Vec<Option<Arc<DecodedTile>>> =
-                            tiles.iter().map(|t| t.fields[s].clone()).collect();
-                        copy_runs(f, col, &runs, &field_tiles);
-                    });
+                self.append_runs(out, &tiles, &runs, n);
             }
         }
+    }
+
+    /// Appends the `n` cells of `runs` (over `tiles`) to every column of `out`, the columns
+    /// in parallel.
+    fn append_runs(&self, out: &mut ReadResult, tiles: &[Arc<LoadedTile>], runs: &[Run], n: u64) {
+        out.columns
+            .par_iter_mut()
+            .zip(self.out.par_iter().zip(self.out_slots.par_iter()))
+            .with_min_len(columns_per_task(n, self.out.len()))
+            .for_each(|(col, (f, &s))| {
+                let field_tiles: Vec<Option<Arc<DecodedTile>>> =
+                    tiles.iter().map(|t| t.fields[s].clone()).collect();
+                copy_runs(f, col, runs, &field_tiles);
+            });
     }
 
     /// Concatenation under a budget: appends to `out` the next cells, in runs of consecutive
@@ -1645,15 +1651,7 @@ impl<'a> SparseReader<'a> {
                 }
             }
             if n > 0 {
-                out.columns
-                    .par_iter_mut()
-                    .zip(self.out.par_iter().zip(self.out_slots.par_iter()))
-                    .with_min_len(columns_per_task(n, self.out.len()))
-                    .for_each(|(col, (f, &s))| {
-                        let field_tiles: Vec<Option<Arc<DecodedTile>>> =
-                            tiles.iter().map(|t| t.fields[s].clone()).collect();
-                        copy_runs(f, col, &runs, &field_tiles);
-                    });
+                self.append_runs(out, &tiles, &runs, n);
                 total += n;
             }
         }
