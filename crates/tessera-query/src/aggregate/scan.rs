@@ -1,0 +1,504 @@
+//! The scans that feed aggregates: runs of cells (selected by a mask, with validity) reduced
+//! to counts, sums, minima and maxima in loops the compiler vectorises, and fill values
+//! counted without being materialised.
+
+use super::*;
+
+pub(super) fn scan_fill(field: &AggField, acc: &mut FieldAcc, n: u64) {
+    if n == 0 {
+        return;
+    }
+    if !field.fill_valid {
+        acc.nulls += n;
+        return;
+    }
+    let size = field.cell_size();
+    let fill: Vec<u8> = if size == 0 || field.fill.len() == size {
+        field.fill.clone()
+    } else if field.fill.is_empty() {
+        vec![0; size]
+    } else {
+        field.fill.iter().copied().cycle().take(size).collect()
+    };
+    let offsets = [0u64];
+    let view = ColumnView {
+        datatype: field.datatype,
+        cell_val_num: field.cell_val_num,
+        data: &fill,
+        offsets: (size == 0).then_some(&offsets[..]),
+        validity: None,
+    };
+    // The first copy: its value, min and max.
+    let before = acc.sum;
+    scan_iter(field, acc, &view, std::iter::once(0));
+    let rest = n - 1;
+    acc.values += rest;
+    if rest == 0 || !field.want.sums || acc.overflow {
+        return;
+    }
+    // The others: the same value added one at a time (floats round as a sequential sum
+    // does), integers at once (an integer sum overflows iff the total does not fit).
+    let one = match (before, acc.sum) {
+        (Sum::I64(a), Sum::I64(b)) => Sum::I64(b - a),
+        (Sum::U64(a), Sum::U64(b)) => Sum::U64(b - a),
+        (Sum::F64(_), Sum::F64(_)) => {
+            let v = match field.num {
+                Some(Num::F32) => f64::from(f32::read_le(&fill)),
+                _ => f64::read_le(&fill),
+            };
+            Sum::F64(v)
+        }
+        _ => return,
+    };
+    match (&mut acc.sum, one) {
+        (Sum::I64(s), Sum::I64(v)) => {
+            match i64::try_from(i128::from(*s) + i128::from(v) * i128::from(rest)) {
+                Ok(t) => *s = t,
+                Err(_) => {
+                    *s = if v < 0 { i64::MIN } else { i64::MAX };
+                    acc.overflow = true;
+                }
+            }
+        }
+        (Sum::U64(s), Sum::U64(v)) => {
+            match u64::try_from(u128::from(*s) + u128::from(v) * u128::from(rest)) {
+                Ok(t) => *s = t,
+                Err(_) => {
+                    *s = u64::MAX;
+                    acc.overflow = true;
+                }
+            }
+        }
+        (Sum::F64(s), Sum::F64(v)) => {
+            for _ in 0..rest {
+                if !s.safe_add(v) {
+                    acc.overflow = true;
+                    break;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+pub(super) fn scan_iter(
+    field: &AggField,
+    acc: &mut FieldAcc,
+    view: &ColumnView<'_>,
+    cells: impl Iterator<Item = usize>,
+) {
+    if field.string || field.num.is_none() {
+        scan_bytes(field, acc, view, cells);
+        return;
+    }
+    match field.num {
+        Some(Num::I8) => scan_num::<i8>(field, acc, view, cells),
+        Some(Num::U8) => scan_num::<u8>(field, acc, view, cells),
+        Some(Num::I16) => scan_num::<i16>(field, acc, view, cells),
+        Some(Num::U16) => scan_num::<u16>(field, acc, view, cells),
+        Some(Num::I32) => scan_num::<i32>(field, acc, view, cells),
+        Some(Num::U32) => scan_num::<u32>(field, acc, view, cells),
+        Some(Num::I64) => scan_num::<i64>(field, acc, view, cells),
+        Some(Num::U64) => scan_num::<u64>(field, acc, view, cells),
+        Some(Num::F32) => scan_num::<f32>(field, acc, view, cells),
+        Some(Num::F64) => scan_num::<f64>(field, acc, view, cells),
+        None => {}
+    }
+}
+
+/// Numbers: one typed loop (sum in the sum type with `SafeSum`'s rule, min/max with `<`
+/// and `>` from the first value, as libtiledb's `MinMax` does).
+pub(super) fn scan_num<T: Value>(
+    field: &AggField,
+    acc: &mut FieldAcc,
+    view: &ColumnView<'_>,
+    cells: impl Iterator<Item = usize>,
+) {
+    let want = field.want;
+    let data = view.data;
+    let validity = view.validity;
+    let mut sum = T::load(acc.sum);
+    let mut overflow = acc.overflow;
+    let mut min: Option<T> = acc.min.as_deref().map(T::read_le);
+    let mut max: Option<T> = acc.max.as_deref().map(T::read_le);
+    let (mut values, mut nulls) = (0u64, 0u64);
+    for c in cells {
+        if validity.is_some_and(|v| v.get(c).is_none_or(|&b| b == 0)) {
+            nulls += 1;
+            continue;
+        }
+        let Some(b) = data.get(c * T::SIZE..(c + 1) * T::SIZE) else { continue };
+        values += 1;
+        let v = T::read_le(b);
+        if want.sums && !overflow && !sum.safe_add(v.widen()) {
+            overflow = true;
+        }
+        if want.min_max {
+            // The first value, then any value comparing smaller (larger): a NaN replaces
+            // nothing, and is replaced by nothing once taken, as in libtiledb.
+            if min.is_none_or(|m| v < m) {
+                min = Some(v);
+            }
+            if max.is_none_or(|m| v > m) {
+                max = Some(v);
+            }
+        }
+    }
+    acc.values += values;
+    acc.nulls += nulls;
+    if want.sums {
+        acc.sum = T::store(sum);
+        acc.overflow = overflow;
+    }
+    if want.min_max {
+        let bytes = |v: T| {
+            let mut out = Vec::with_capacity(T::SIZE);
+            v.write_le(&mut out);
+            out
+        };
+        acc.min = min.map(bytes);
+        acc.max = max.map(bytes);
+    }
+}
+
+/// Cells `s..s + n` of `view` (those whose `mask` entry is true, with a mask) of a numeric
+/// field, through [`scan_block`]; `false` (nothing done) when the view is shorter than the
+/// run, which the cell-by-cell path handles.
+pub(super) fn scan_run(
+    num: Num,
+    field: &AggField,
+    acc: &mut FieldAcc,
+    view: &ColumnView<'_>,
+    s: usize,
+    n: usize,
+    mask: Option<&[bool]>,
+) -> bool {
+    macro_rules! go {
+        ($t:ty) => {{
+            let size = <$t>::SIZE;
+            let Some(data) = view.data.get(s * size..(s + n) * size) else { return false };
+            let validity = match view.validity {
+                Some(v) => match v.get(s..s + n) {
+                    Some(v) => Some(v),
+                    None => return false,
+                },
+                None => None,
+            };
+            // Aligned little-endian cells are read in place; others decoded once.
+            let typed: Option<&[$t]> = if cfg!(target_endian = "little") {
+                bytemuck::try_cast_slice(data).ok()
+            } else {
+                None
+            };
+            let decoded: Vec<$t>;
+            let vals = match typed {
+                Some(v) => v,
+                None => {
+                    decoded = data.chunks_exact(size).map(<$t>::read_le).collect();
+                    &decoded
+                }
+            };
+            scan_block::<$t>(field, acc, vals, validity, mask);
+            true
+        }};
+    }
+    match num {
+        Num::I8 => go!(i8),
+        Num::U8 => go!(u8),
+        Num::I16 => go!(i16),
+        Num::U16 => go!(u16),
+        Num::I32 => go!(i32),
+        Num::U32 => go!(u32),
+        Num::I64 => go!(i64),
+        Num::U64 => go!(u64),
+        Num::F32 => go!(f32),
+        Num::F64 => go!(f64),
+    }
+}
+
+/// A numeric type with the kernels of [`scan_block`].
+pub(super) trait Fast: Value + bytemuck::Pod {
+    /// Whether it is a float (min/max need `NaN` and `-0.0` care; sums round).
+    const FLOAT: bool;
+    /// Whether it is an integer of at most 4 bytes (block sums cannot overflow the sum type).
+    const NARROW: bool;
+    /// The largest and smallest values (`±inf` for floats).
+    const HI: Self;
+    const LO: Self;
+    /// `|v|` as an `f64`, for the overflow bound of float sums.
+    fn mag(self) -> f64;
+}
+
+macro_rules! fast_impl {
+    ($($t:ty: $float:expr, $narrow:expr, $hi:expr, $lo:expr);*) => {$(
+        impl Fast for $t {
+            const FLOAT: bool = $float;
+            const NARROW: bool = $narrow;
+            const HI: $t = $hi;
+            const LO: $t = $lo;
+            #[inline(always)]
+            fn mag(self) -> f64 {
+                (self as f64).abs()
+            }
+        }
+    )*};
+}
+fast_impl!(
+    i8: false, true, i8::MAX, i8::MIN; u8: false, true, u8::MAX, u8::MIN;
+    i16: false, true, i16::MAX, i16::MIN; u16: false, true, u16::MAX, u16::MIN;
+    i32: false, true, i32::MAX, i32::MIN; u32: false, true, u32::MAX, u32::MIN;
+    i64: false, false, i64::MAX, i64::MIN; u64: false, false, u64::MAX, u64::MIN;
+    f32: true, false, f32::INFINITY, f32::NEG_INFINITY;
+    f64: true, false, f64::INFINITY, f64::NEG_INFINITY
+);
+
+/// Cells per sub-block of [`scan_block`]'s sums (a narrow integer sub-block's sum cannot
+/// overflow 48 bits).
+pub(super) const SUM_BLOCK: usize = 1 << 16;
+
+/// Lanes of the float min/max reductions.
+pub(super) const LANES: usize = 8;
+
+/// Aggregates a run of cells of `T` (`data`: their bytes; `validity`: one byte per cell;
+/// `mask`: which cells are selected), with exactly the results of [`scan_num`] (which takes
+/// the cells one by one), in loops the compiler vectorises: counts as sums of bytes; narrow
+/// integer sums by sub-blocks in the sum type, checked against overflow before; float sums
+/// in cell order (the rounding of a sequential sum), without the per-cell overflow test
+/// when a bound shows none can happen; minimum and maximum by lanes, with the first value
+/// kept among equal ones (`-0.0` and `0.0`) and a `NaN` first value kept, as `<` and `>`
+/// from the first value do.
+pub(super) fn scan_block<T: Fast>(
+    field: &AggField,
+    acc: &mut FieldAcc,
+    vals: &[T],
+    validity: Option<&[u8]>,
+    mask: Option<&[bool]>,
+) {
+    // One monomorphic loop body per kind of selection, so that none tests options per cell.
+    let n = vals.len();
+    match (mask, validity) {
+        (None, None) => scan_sel(field, acc, vals, validity, mask, |_| true),
+        (Some(m), None) => {
+            let m = &m[..n];
+            scan_sel(field, acc, vals, validity, mask, |i| m[i])
+        }
+        (None, Some(v)) => {
+            let v = &v[..n];
+            scan_sel(field, acc, vals, validity, mask, |i| v[i] != 0)
+        }
+        (Some(m), Some(v)) => {
+            let (m, v) = (&m[..n], &v[..n]);
+            scan_sel(field, acc, vals, validity, mask, |i| m[i] & (v[i] != 0))
+        }
+    }
+}
+
+/// [`scan_block`] with `sel(i)`: whether cell `i` is selected and not null.
+#[inline(always)]
+pub(super) fn scan_sel<T: Fast>(
+    field: &AggField,
+    acc: &mut FieldAcc,
+    vals: &[T],
+    validity: Option<&[u8]>,
+    mask: Option<&[bool]>,
+    sel: impl Fn(usize) -> bool + Copy,
+) {
+    let n = vals.len();
+    let val = |i: usize| vals[i];
+    // Counts.
+    let picked: u64 = match (mask, validity) {
+        (None, None) => n as u64,
+        (Some(m), None) => m.iter().map(|&b| u64::from(b)).sum(),
+        (None, Some(v)) => v.iter().map(|&b| u64::from(b != 0)).sum(),
+        (Some(m), Some(v)) => m.iter().zip(v).map(|(&a, &b)| u64::from(a & (b != 0))).sum(),
+    };
+    let masked = mask.map_or(n as u64, |m| m.iter().map(|&b| u64::from(b)).sum());
+    acc.values += picked;
+    acc.nulls += masked - picked;
+    if picked == 0 {
+        return;
+    }
+    let want = field.want;
+    if want.sums && !acc.overflow {
+        let mut sum = T::load(acc.sum);
+        let mut overflow = false;
+        for b0 in (0..n).step_by(SUM_BLOCK) {
+            let b1 = (b0 + SUM_BLOCK).min(n);
+            if overflow {
+                break;
+            }
+            if !block_sum::<T>(&mut sum, &vals[b0..b1], b0, &sel) {
+                // Cell by cell, with the overflow test of each addition.
+                for i in b0..b1 {
+                    if sel(i) && !sum.safe_add(val(i).widen()) {
+                        overflow = true;
+                        break;
+                    }
+                }
+            }
+        }
+        acc.sum = T::store(sum);
+        acc.overflow = overflow;
+    }
+    if want.min_max {
+        let (mut lo, mut hi) = (T::HI, T::LO);
+        let mut lanes_lo = [T::HI; LANES];
+        let mut lanes_hi = [T::LO; LANES];
+        if !T::FLOAT {
+            for i in 0..n {
+                let (v, s) = (val(i), sel(i));
+                let a = if s { v } else { T::HI };
+                let b = if s { v } else { T::LO };
+                lo = if a < lo { a } else { lo };
+                hi = if b > hi { b } else { hi };
+            }
+        } else {
+            let whole = n / LANES * LANES;
+            for c in (0..whole).step_by(LANES) {
+                for k in 0..LANES {
+                    let (v, s) = (val(c + k), sel(c + k));
+                    let a = if s { v } else { T::HI };
+                    let b = if s { v } else { T::LO };
+                    lanes_lo[k] = if a < lanes_lo[k] { a } else { lanes_lo[k] };
+                    lanes_hi[k] = if b > lanes_hi[k] { b } else { lanes_hi[k] };
+                }
+            }
+            for i in whole..n {
+                let (v, s) = (val(i), sel(i));
+                if s && v < lo {
+                    lo = v;
+                }
+                if s && v > hi {
+                    hi = v;
+                }
+            }
+            for k in 0..LANES {
+                if lanes_lo[k] < lo {
+                    lo = lanes_lo[k];
+                }
+                if lanes_hi[k] > hi {
+                    hi = lanes_hi[k];
+                }
+            }
+        }
+        // The value the sequential scan starts from: the state's, or the first selected.
+        let first = (0..n).find(|&i| sel(i)).map(val);
+        let start_lo = acc.min.as_deref().map(T::read_le).or(first);
+        let start_hi = acc.max.as_deref().map(T::read_le).or(first);
+        let pick = |start: Option<T>, best: T, better: fn(T, T) -> bool| -> Option<T> {
+            let st = start?;
+            // A NaN start is never replaced; a best that is not better keeps the start.
+            if !better(best, st) {
+                return Some(st);
+            }
+            if T::FLOAT && best == T::default() {
+                // Zeros compare equal: the first selected zero is the one kept.
+                return (0..n).filter(|&i| sel(i)).map(val).find(|&v| v == T::default());
+            }
+            Some(best)
+        };
+        let new_lo = pick(start_lo, lo, |a, b| a < b);
+        let new_hi = pick(start_hi, hi, |a, b| a > b);
+        let bytes = |v: T| {
+            let mut out = Vec::with_capacity(T::SIZE);
+            v.write_le(&mut out);
+            out
+        };
+        acc.min = new_lo.map(bytes);
+        acc.max = new_hi.map(bytes);
+    }
+}
+
+/// Adds the selected cells `b0..b1` to `sum` at once when no addition of the sequential
+/// sum can overflow (narrow integers: the sum type has room for the block; floats: the
+/// block's magnitude bound stays under half of `f64::MAX`); `false` (nothing added)
+/// otherwise. Float cells are added in order, so the result rounds as the sequential sum.
+#[inline]
+pub(super) fn block_sum<T: Fast>(
+    sum: &mut T::Acc,
+    vals: &[T],
+    b0: usize,
+    sel: &impl Fn(usize) -> bool,
+) -> bool {
+    if T::NARROW {
+        // |block sum| <= 2^16 * 2^32 = 2^48.
+        let mut part = T::Acc::ZERO;
+        for (i, &v) in vals.iter().enumerate() {
+            let v = if sel(b0 + i) { v } else { T::default() };
+            part = part.wrapping(v.widen());
+        }
+        return sum.add_block(part);
+    }
+    if T::FLOAT {
+        let mut bound = 0f64;
+        for (i, &v) in vals.iter().enumerate() {
+            let m = if sel(b0 + i) { v.mag() } else { 0.0 };
+            bound = if m > bound { m } else { bound };
+        }
+        // Infinities fail the bound (and take the per-cell path); NaN values add as
+        // `safe_add` adds them.
+        let start = sum.magnitude();
+        let room = (start + bound * vals.len() as f64).partial_cmp(&(f64::MAX / 2.0));
+        if !matches!(room, Some(Ordering::Less | Ordering::Equal)) {
+            return false;
+        }
+        for (i, &v) in vals.iter().enumerate() {
+            if sel(b0 + i) {
+                sum.plain_add(v.widen());
+            }
+        }
+        return true;
+    }
+    false
+}
+
+/// Strings (min/max bytewise) and values only counted.
+pub(super) fn scan_bytes(
+    field: &AggField,
+    acc: &mut FieldAcc,
+    view: &ColumnView<'_>,
+    cells: impl Iterator<Item = usize>,
+) {
+    let want = field.want.min_max;
+    let size = field.cell_size();
+    let data = view.data;
+    let cell = |c: usize| -> Option<&[u8]> {
+        match view.offsets {
+            Some(o) => {
+                let s = usize::try_from(*o.get(c)?).ok()?;
+                let e = match o.get(c + 1) {
+                    Some(&e) => usize::try_from(e).ok()?,
+                    None => data.len(),
+                };
+                data.get(s..e)
+            }
+            None => data.get(c * size..(c + 1) * size),
+        }
+    };
+    let mut min: Option<&[u8]> = None;
+    let mut max: Option<&[u8]> = None;
+    let (mut values, mut nulls) = (0u64, 0u64);
+    for c in cells {
+        if view.validity.is_some_and(|v| v.get(c).is_none_or(|&b| b == 0)) {
+            nulls += 1;
+            continue;
+        }
+        values += 1;
+        if want && let Some(v) = cell(c) {
+            if min.is_none_or(|m| v.cmp(m) == Ordering::Less) {
+                min = Some(v);
+            }
+            if max.is_none_or(|m| v.cmp(m) == Ordering::Greater) {
+                max = Some(v);
+            }
+        }
+    }
+    acc.values += values;
+    acc.nulls += nulls;
+    if let Some(m) = min {
+        acc.offer_min(field, m);
+    }
+    if let Some(m) = max {
+        acc.offer_max(field, m);
+    }
+}

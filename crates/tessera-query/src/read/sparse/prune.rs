@@ -1,0 +1,66 @@
+//! Skipping tiles whose metadata proves that no cell passes the condition, where skipping
+//! cannot change deduplication.
+
+use super::*;
+
+/// Drops from `tiles` (of fragment `f`) the tiles whose metadata proves that no cell
+/// satisfies `cond`.
+pub(super) fn prune(
+    storage: &dyn tessera_storage::Storage,
+    f: &Fragment,
+    cond: &QueryCondition,
+    cells: &TileCells,
+    tiles: &mut Vec<TileOverlap>,
+    skippable: &[bool],
+) -> Result<()> {
+    let want = Want { min_max: true, sums: false, null_counts: true };
+    // (Float min/max come with the tile sums, which tell whether a tile holds a NaN.)
+    let metas: Vec<(&str, Option<FieldMeta>)> = cond
+        .fields()
+        .into_iter()
+        .map(|name| Ok((name, FieldMeta::load(storage, f, name, want)?)))
+        .collect::<Result<_>>()?;
+    if metas.iter().all(|(_, m)| m.is_none()) {
+        return Ok(());
+    }
+    let mut k = 0;
+    tiles.retain(|ov| {
+        k += 1;
+        if !skippable[k - 1] {
+            return true;
+        }
+        let n = cells.get(ov.tile);
+        cond.may_match(&|name: &str| {
+            metas
+                .iter()
+                .find(|(m, _)| *m == name)
+                .and_then(|(_, m)| m.as_ref())
+                .map(|m| m.prune_stats(ov.tile, n))
+        })
+    });
+    Ok(())
+}
+
+/// For each of `tiles` (of fragment `f`, the `i`-th of the read), whether its MBR overlaps
+/// the non-empty domain of no other fragment of the read (`neds`), so no other fragment can
+/// hold its coordinates.
+pub(super) fn lone_tiles(
+    storage: &dyn tessera_storage::Storage,
+    dims: &[DimType],
+    f: &Fragment,
+    tiles: &[TileOverlap],
+    neds: &[Mbr],
+    i: usize,
+) -> Result<Vec<bool>> {
+    let rtree = f.rtree(storage)?;
+    Ok(tiles
+        .iter()
+        .map(|ov| {
+            rtree.leaf(ov.tile).is_some_and(|mbr| {
+                neds.iter()
+                    .enumerate()
+                    .all(|(j, n)| j == i || n.0.is_empty() || !mbr.overlaps(dims, n))
+            })
+        })
+        .collect())
+}
