@@ -58,7 +58,8 @@
 //!   fail), then every `tessera` command of the README's `sh` blocks against `testdata`
 //!   (`readme.rs`), then `conformance`, then the
 //!   benchmarks' checks
-//!   (`cargo bench --no-run` of the criterion benchmarks, and `bench --smoke --runs 1`: every workload once on
+//!   (the criterion benchmarks compiled in the test profile, `cargo test --workspace --benches --no-run`,
+//!   and `bench --smoke --runs 1`: every workload once on
 //!   tiny arrays, both engines' results compared, nothing timed against a limit). This is the
 //!   project's test command.
 //! * `crash [--kills N] [--cells N] [--seed S]`: the crash harness in full
@@ -426,9 +427,6 @@ fn ballista_checks(root: &Path, python: &Path) -> Result<()> {
     run(&mut cmd, "the Ballista cluster tests (crates/tessera-ballista)")
 }
 
-/// The packages with criterion benchmarks (`benches/`).
-const BENCH_PACKAGES: &[&str] = &["tessera-filters", "tessera-rtree", "tessera-query"];
-
 /// The documentation check of `cargo xtask test`: `cargo doc --workspace --no-deps` with
 /// rustdoc's warnings denied, so that a broken intra-doc link (or any other rustdoc warning)
 /// in a doc comment fails the test command. Flags already in `RUSTDOCFLAGS` are kept.
@@ -444,21 +442,21 @@ fn doc_check(root: &Path) -> Result<()> {
     run(&mut cmd, "cargo doc --workspace --no-deps")
 }
 
-/// The benchmarks' part of `cargo xtask test`: the criterion benchmarks compile (`cargo bench
-/// --no-run`), and every `cargo xtask bench` workload runs once at the smoke size in both
-/// engines with the same results. Nothing is timed against a limit.
+/// The benchmarks' part of `cargo xtask test`: the criterion benchmarks compile, and every
+/// `cargo xtask bench` workload runs once at the smoke size in both engines with the same
+/// results. Nothing is timed against a limit.
 fn bench_checks(root: &Path) -> Result<()> {
-    // Only the packages with criterion benchmarks: a plain `--workspace` would also build
-    // every library's test harness in release mode (DataFusion included) for nothing.
-    let mut args = vec!["bench", "--no-run"];
-    for package in BENCH_PACKAGES {
-        args.extend(["-p", package]);
-    }
+    // `cargo test --benches --no-run` compiles the benchmarks in the test profile, against the
+    // libraries the workspace's `cargo test` already built; a `cargo bench --no-run` would
+    // compile the engine once more in the bench profile only to check that they build.
+    // `--workspace`, as in that run, so features resolve alike and nothing but the benchmark
+    // binaries is compiled.
+    let args = ["test", "--workspace", "--benches", "--no-run"];
     println!("xtask: cargo {}", args.join(" "));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(root).args(&args).args(["--bench", "*"]);
-    run(&mut cmd, "cargo bench --no-run")?;
+    cmd.current_dir(root).args(&args);
+    run(&mut cmd, "cargo test --workspace --benches --no-run")?;
     println!("xtask: benchmark smoke run (cargo xtask bench --smoke --runs 1)");
     bench(root, "--smoke", &[], 1, false, false)
 }
@@ -495,13 +493,8 @@ fn bench(
     if list {
         cmd.arg("--list");
     } else {
-        println!("xtask: building the benchmark driver (cargo build --release -p tessera-bench)");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.current_dir(root).args(["build", "--release", "-p", "tessera-bench"]);
-        run(&mut build, "cargo build --release -p tessera-bench")?;
-        let exe = if cfg!(windows) { "tessera-bench.exe" } else { "tessera-bench" };
-        cmd.arg("--tessera-bench").arg(target_dir(root).join("release").join(exe));
+        let (_, tessera_bench) = build_release_tools(root)?;
+        cmd.arg("--tessera-bench").arg(tessera_bench);
     }
     run(&mut cmd, BENCH_SCRIPT)
 }
@@ -1171,23 +1164,27 @@ fn has_subcommand(root: &Path, tessera: &Path, name: &str) -> bool {
 /// Build the CLI in release mode (`cargo build --release -p tessera-cli`) and return the path
 /// of the `tessera` binary.
 fn build_cli(root: &Path) -> Result<PathBuf> {
-    // Without the `sql` feature: no conformance step runs SQL, and DataFusion in release
-    // mode would cost CI minutes (`tessera sql` is tested by `cargo test`).
-    println!(
-        "xtask: building the CLI (cargo build --release -p tessera-cli --no-default-features)"
-    );
+    Ok(build_release_tools(root)?.0)
+}
+
+/// The release binaries the checks run: the CLI (without the `sql` feature: no conformance
+/// step runs SQL, and DataFusion in release mode would cost CI minutes; `tessera sql` is
+/// tested by `cargo test`) and the benchmark driver. They are built by one cargo command, so
+/// both resolve the engine's features alike and it is compiled once for the two; every
+/// caller asks for the same pair, so the later calls find them built.
+fn build_release_tools(root: &Path) -> Result<(PathBuf, PathBuf)> {
+    let args =
+        ["build", "--release", "-p", "tessera-cli", "--no-default-features", "-p", "tessera-bench"];
+    println!("xtask: cargo {}", args.join(" "));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(root).args([
-        "build",
-        "--release",
-        "-p",
-        "tessera-cli",
-        "--no-default-features",
-    ]);
-    run(&mut cmd, "cargo build --release -p tessera-cli --no-default-features")?;
-    let exe = if cfg!(windows) { "tessera.exe" } else { "tessera" };
-    Ok(target_dir(root).join("release").join(exe))
+    cmd.current_dir(root).args(args);
+    run(&mut cmd, "cargo build --release -p tessera-cli -p tessera-bench")?;
+    let release = target_dir(root).join("release");
+    let exe = |name: &str| {
+        release.join(if cfg!(windows) { format!("{name}.exe") } else { name.to_string() })
+    };
+    Ok((exe("tessera"), exe("tessera-bench")))
 }
 
 /// Print a skipped step between two rules, so that it cannot be missed in the output.

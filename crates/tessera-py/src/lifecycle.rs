@@ -80,7 +80,7 @@ pub(crate) fn evolve(
         if let Some(ranges) = &spec.expand_current_domain {
             // The values are typed by the array's dimensions.
             let (schema, _, _) = tessera::layers::query::latest_schema(storage.as_ref())
-                .map_err(|e| fail(&uri)(e.into()))?;
+                .map_err(fail(&uri))?;
             if ranges.len() != schema.dimensions.len() {
                 return Err(tiledb_error(format!(
                     "{uri}: the new current domain has {} ranges for {} dimensions",
@@ -105,7 +105,7 @@ pub(crate) fn evolve(
         }
         tessera::layers::query::evolve(&storage, &ev)
             .map(|name| name.to_string())
-            .map_err(|e| fail(&uri)(e.into()))
+            .map_err(fail(&uri))
     })
 }
 
@@ -114,7 +114,7 @@ pub(crate) fn evolve(
 pub(crate) fn delete_array(py: Python<'_>, uri: String) -> PyResult<()> {
     let storage = location::storage(&uri)?;
     run(py, move || {
-        tessera::layers::query::delete_array(storage.as_ref()).map_err(|e| fail(&uri)(e.into()))?;
+        tessera::layers::query::delete_array(storage.as_ref()).map_err(fail(&uri))?;
         // The emptied folder of a local array goes too, as libtiledb leaves none.
         if !is_object_store_uri(&uri)
             && let Ok(path) = location::local_path(&uri)
@@ -150,7 +150,7 @@ pub(crate) fn delete_fragments(
                 end.unwrap_or(u64::MAX),
             ),
         };
-        deleted.map_err(|e| fail(&uri)(e.into()))
+        deleted.map_err(fail(&uri))
     })
 }
 
@@ -169,7 +169,7 @@ pub(crate) fn consolidate_fragments(
         let names: Vec<&str> = names.iter().map(|n| n.rsplit('/').next().unwrap_or(n)).collect();
         cons::consolidate_fragments(storage, &names, &Options::default())
             .map(|report| report.output)
-            .map_err(|e| fail(&uri)(e.into()))
+            .map_err(fail(&uri))
     })
 }
 
@@ -181,7 +181,7 @@ pub(crate) fn upgrade_version(py: Python<'_>, uri: String) -> PyResult<Option<St
     run(py, move || {
         tessera::layers::query::upgrade_version(storage.as_ref())
             .map(|n| n.map(|n| n.to_string()))
-            .map_err(|e| fail(&uri)(e.into()))
+            .map_err(fail(&uri))
     })
 }
 
