@@ -455,7 +455,7 @@ fn bench_checks(root: &Path) -> Result<()> {
     println!("xtask: cargo {}", args.join(" "));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(root).args(&args);
+    cmd.current_dir(root).args(args);
     run(&mut cmd, "cargo test --workspace --benches --no-run")?;
     println!("xtask: benchmark smoke run (cargo xtask bench --smoke --runs 1)");
     bench(root, "--smoke", &[], 1, false, false)
