@@ -390,10 +390,12 @@ fn python_checks(root: &Path, python: &Path) -> Result<()> {
 
 /// The Ballista part of `cargo xtask test`. `crates/tessera-ballista` is outside the workspace
 /// (Ballista brings tonic, prost and an HTTP stack that `cargo test --workspace` should not
-/// build), so it is built here, once, into the same target directory, and its tests run:
-/// the round trips of tessera-datafusion's `proto` codecs, and the cluster tests (a scheduler and two
-/// executors as separate processes; also over moto's S3 and with `tessera sql --cluster`,
-/// hence the venv python and the debug `tessera` binary that `cargo test --workspace` built).
+/// build), so it is built here, once, into the same target directory, and its tests run, all
+/// in one test binary (`tests/it`; each test binary links all of Ballista): the round trips of
+/// tessera-datafusion's `proto` codecs, and the cluster tests (a scheduler and two executors as
+/// separate processes, one cluster for the queries over local arrays, over moto's S3 and
+/// through `tessera sql --cluster`, hence the venv python and the debug `tessera` binary that
+/// `cargo test --workspace` built; a second cluster loses an executor).
 fn ballista_checks(root: &Path, python: &Path) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = root.join("crates/tessera-ballista/Cargo.toml");
