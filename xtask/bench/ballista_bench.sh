@@ -11,7 +11,8 @@
 #   xtask/bench/ballista_bench.sh SPARSE_ARRAY DENSE_ARRAY [PARTITIONS] [RUNS]
 #
 # Needs: cargo build --release --manifest-path crates/tessera-ballista/Cargo.toml --bins --examples
-# and the release `tessera` (cargo build --release -p tessera-cli; or TESSERA_BIN=path).
+# Part 1 also needs the release `tessera` (cargo build --release -p tessera-cli, or TESSERA_BIN);
+# without it only part 2 runs.
 set -euo pipefail
 sparse=$1 dense=$2 parts=${3:-4} runs=${4:-3}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,7 +20,7 @@ target=${CARGO_TARGET_DIR:-$root/target}
 bin=$target/release/tessera-ballista
 bench=$target/release/examples/cluster_bench
 tessera=${TESSERA_BIN:-$target/release/tessera}
-for f in "$bin" "$bench" "$tessera"; do
+for f in "$bin" "$bench"; do
   [ -x "$f" ] || { echo "ballista_bench: $f is missing (see the header of $0)" >&2; exit 1; }
 done
 work=$(mktemp -d)
@@ -65,36 +66,43 @@ queries=(
 now() { date +%s.%N; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-echo
-echo "## tessera sql vs tessera sql --cluster (end to end, median of $runs, alternating)"
-echo "| query | tessera sql (s) | tessera sql --cluster (s) | cluster / one node | same output | tasks per executor (all runs) |"
-echo "|---|---|---|---|---|---|"
-for entry in "${queries[@]}"; do
-  IFS='|' read -r name table array q <<<"$entry"
-  here=() there=() same=true
-  t0=$(grep -c "Execute task" "$work/executor0.log" || true)
-  t1=$(grep -c "Execute task" "$work/executor1.log" || true)
-  for _ in $(seq "$runs"); do
-    s=$(now); "$tessera" sql "$q" --table "$table=$array" --format csv >"$work/one.csv"; e=$(now)
-    here+=("$(echo "$e - $s" | bc)")
-    s=$(now)
-    TESSERA_BALLISTA=$bin "$tessera" sql "$q" --table "$table=$array" --format csv \
-        --cluster "$url" >"$work/cluster.csv"
-    e=$(now)
-    there+=("$(echo "$e - $s" | bc)")
-    cmp -s "$work/one.csv" "$work/cluster.csv" || same=false
+cli_part() {
+  echo
+  echo "## tessera sql vs tessera sql --cluster (end to end, median of $runs, alternating)"
+  echo "| query | tessera sql (s) | tessera sql --cluster (s) | cluster / one node | same output | tasks per executor (all runs) |"
+  echo "|---|---|---|---|---|---|"
+  for entry in "${queries[@]}"; do
+    IFS='|' read -r name table array q <<<"$entry"
+    here=() there=() same=true
+    t0=$(grep -c "Execute task" "$work/executor0.log" || true)
+    t1=$(grep -c "Execute task" "$work/executor1.log" || true)
+    for _ in $(seq "$runs"); do
+      s=$(now); "$tessera" sql "$q" --table "$table=$array" --format csv >"$work/one.csv"; e=$(now)
+      here+=("$(echo "$e - $s" | bc)")
+      s=$(now)
+      TESSERA_BALLISTA=$bin "$tessera" sql "$q" --table "$table=$array" --format csv \
+          --cluster "$url" >"$work/cluster.csv"
+      e=$(now)
+      there+=("$(echo "$e - $s" | bc)")
+      cmp -s "$work/one.csv" "$work/cluster.csv" || same=false
+    done
+    n0=$(( $(grep -c "Execute task" "$work/executor0.log" || true) - t0 ))
+    n1=$(( $(grep -c "Execute task" "$work/executor1.log" || true) - t1 ))
+    h=$(median "${here[@]}") c=$(median "${there[@]}")
+    printf '| %s | %.2f | %.2f | %.2f× | %s | %s / %s |\n' "$name" "$h" "$c" \
+        "$(echo "$c / $h" | bc -l)" "$same" "$n0" "$n1"
+    if [ "$same" != true ]; then
+      echo "ballista_bench: $name: the outputs differ" >&2
+      diff "$work/one.csv" "$work/cluster.csv" | head >&2
+      exit 1
+    fi
   done
-  n0=$(( $(grep -c "Execute task" "$work/executor0.log" || true) - t0 ))
-  n1=$(( $(grep -c "Execute task" "$work/executor1.log" || true) - t1 ))
-  h=$(median "${here[@]}") c=$(median "${there[@]}")
-  printf '| %s | %.2f | %.2f | %.2f× | %s | %s / %s |\n' "$name" "$h" "$c" \
-      "$(echo "$c / $h" | bc -l)" "$same" "$n0" "$n1"
-  if [ "$same" != true ]; then
-    echo "ballista_bench: $name: the outputs differ" >&2
-    diff "$work/one.csv" "$work/cluster.csv" | head >&2
-    exit 1
-  fi
-done
+}
+if [ -x "$tessera" ]; then
+  cli_part
+else
+  echo "ballista_bench: no $tessera: skipping tessera sql vs tessera sql --cluster" >&2
+fi
 
 echo
 echo "## in-process, $parts partitions on both sides (cluster_bench)"
