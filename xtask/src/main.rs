@@ -408,16 +408,27 @@ fn ballista_checks(root: &Path, python: &Path) -> Result<()> {
         cmd.current_dir(root).args(["build", "-p", "tessera-cli", "--bin", "tessera"]);
         run(&mut cmd, "cargo build -p tessera-cli (for tessera sql --cluster)")?;
     }
-    let mut cmd = Command::new(&cargo);
-    cmd.current_dir(root)
-        .arg("test")
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .args(["-p", "tessera-ballista", "--", "--include-ignored", "--test-threads", "1"])
-        .env("CARGO_TARGET_DIR", target_dir(root))
-        .env("TESSERA_S3_PYTHON", python)
-        .env("TESSERA_BIN", &tessera);
-    run(&mut cmd, "the Ballista cluster tests (crates/tessera-ballista)")
+    // The build and the tests as two steps, so that CI's log times them apart.
+    let test = |extra: &[&str]| {
+        let mut cmd = Command::new(&cargo);
+        cmd.current_dir(root)
+            .arg("test")
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .args(["-p", "tessera-ballista"])
+            .args(extra)
+            .env("CARGO_TARGET_DIR", target_dir(root))
+            .env("TESSERA_S3_PYTHON", python)
+            .env("TESSERA_BIN", &tessera);
+        cmd
+    };
+    run(
+        &mut test(&["--no-run"]),
+        "the Ballista build (crates/tessera-ballista, cargo test --no-run)",
+    )?;
+    // --nocapture: the cluster tests print how long each phase took (a CI budget matter).
+    let args = ["--", "--include-ignored", "--test-threads", "1", "--nocapture"];
+    run(&mut test(&args), "the Ballista cluster tests (crates/tessera-ballista)")
 }
 
 /// The packages with criterion benchmarks (`benches/`).
