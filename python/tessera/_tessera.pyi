@@ -33,6 +33,14 @@ class NativeArray:
         order: Optional[str] = None,
         cond: Optional[str] = None,
     ) -> list[Column]: ...
+    def read_into(
+        self,
+        buf: Any,
+        attr: str,
+        ranges: Optional[Ranges] = None,
+        order: Optional[str] = None,
+        cond: Optional[str] = None,
+    ) -> int: ...
     def read_batches(
         self,
         budget: int,

@@ -768,8 +768,6 @@ class DenseArray(Array):
             dim_names = list(coords)
         else:
             dim_names = []
-        cols = self._read_cols(ranges, [n for n in attr_names if self._schema.has_attr(n)], dim_names or None, order, cond)
-        res = _convert(cols, self._fields, self._schema._enums, mask_nulls=mask, labels=labels)
         shape = []
         rng = dict(ranges)
         for dim in self.domain:
@@ -780,6 +778,12 @@ class DenseArray(Array):
                 shape.append(None)
             else:
                 shape.append(_range_len(dim, rs))
+        into = self._read_into(ranges, attr_names, dim_names, shape, order, cond)
+        if into is not None:
+            res = {attr_names[0]: into}
+        else:
+            cols = self._read_cols(ranges, [n for n in attr_names if self._schema.has_attr(n)], dim_names or None, order, cond)
+            res = _convert(cols, self._fields, self._schema._enums, mask_nulls=mask, labels=labels)
         out = OrderedDict()
         for n in dim_names:
             out[n] = res[n]
@@ -805,6 +809,28 @@ class DenseArray(Array):
         if self.view_attr is not None:
             return out[self.view_attr]
         return out
+
+    def _read_into(self, ranges, attr_names, dim_names, shape, order, cond):
+        """One fixed-size, non-nullable number attribute of a box read in C or F order: read
+        by the engine straight into a numpy array allocated here (with numpy's allocation
+        policy, no copy), flat in the read's order; ``None`` when the read is not such a one."""
+        if len(attr_names) != 1 or dim_names or order not in ("C", "F") or None in shape:
+            return None
+        f = self._fields.get(attr_names[0])
+        if f is None or f.is_dim or f.ncells != 1 or f.nullable or f.enum is not None:
+            return None
+        if f.dtype.kind not in "biufmM" or f.dtype.itemsize != _types.VALUE_DTYPE.get(f.type, np.dtype("V")).itemsize:
+            return None
+        rng = dict(ranges)
+        if any(not rng.get(d.name) for d in self.domain):
+            return None
+        self._check_open()
+        if self._mode != "r":
+            raise TileDBError(f"Array must be opened in read mode to read (mode={self._mode!r})")
+        n_cells = int(np.prod(shape, dtype=np.int64))
+        buf = np.empty(n_cells, dtype=f.dtype)
+        self._native.read_into(buf.view(np.uint8), f.name, _to_engine_ranges(self, ranges), order, _translate_cond(cond, self._schema))
+        return buf
 
     def __setitem__(self, selection, value):
         self._check_write()

@@ -65,21 +65,28 @@ def _version(uri: str, ts: tuple) -> tuple:
     return frags, files
 
 
-# Arrays a worker has open for reading, by (URI, timestamp range, configuration): a task
-# reuses the schema and fragment list its neighbours loaded (an array opened at a fixed
-# timestamp range never changes). A few are kept; older ones are let go (not closed: another
+# Arrays a worker has open, by (mode, URI, timestamp, configuration): a task reuses the
+# schema and fragment list its neighbours loaded (an array opened at a fixed timestamp
+# range never changes; a writer at a fixed timestamp writes each block as a new fragment). A few are kept; older ones are let go (not closed: another
 # task may still be reading through them).
 _OPEN: dict = {}
 _OPEN_MAX = 16
 _OPEN_LOCK = threading.Lock()
 
 
-def _cached(uri: str, timestamp: tuple, config):
-    key = (uri, tuple(timestamp), tuple(sorted((config or {}).items())))
+def _cached(uri: str, timestamp, config, mode: str = "r"):
+    """The array open at ``timestamp`` (a range for reads, the write timestamp for writes)
+    that this worker's earlier tasks opened, or a new one.
+
+    Writers are cached too: opening an array loads every fragment's metadata it shows, so
+    a ``to_tessera`` that opened the array again for each block would load 1, 2, ... n
+    fragments' metadata for its n blocks. One open array writes any number of fragments."""
+    stamp = tuple(timestamp) if mode == "r" else int(timestamp)
+    key = (mode, uri, stamp, tuple(sorted((config or {}).items())))
     with _OPEN_LOCK:
         A = _OPEN.pop(key, None)
         if A is None:
-            A = _open(uri, timestamp=tuple(timestamp), config=config)
+            A = _open(uri, mode, timestamp=stamp, config=config)
         _OPEN[key] = A
         while len(_OPEN) > _OPEN_MAX:
             _OPEN.pop(next(iter(_OPEN)))
@@ -112,12 +119,50 @@ def _tile_chunks(lo: int, hi: int, origin: int, tile: int) -> tuple[int, ...]:
     return tuple(sizes)
 
 
+def _group_tiles(tile_chunks: list[tuple[int, ...]], tiles: list[int], cell_bytes: int, limit: int) -> tuple:
+    """Tile-aligned chunks merged into blocks of whole tiles of at most ``limit`` bytes (one
+    tile at least): the last dimension grows first (a block then spans whole rows of tiles,
+    which the engine reads in order), and each dimension's groups are made as even as its
+    tile count allows, so that workers get similar blocks.
+
+    One task per tile costs more in the scheduler and workers than the read itself (a 4 MB
+    tile reads in ~6 ms, its task's overhead is as large or larger), so fewer, larger blocks
+    are what makes reductions over a whole array fast."""
+    tile_bytes = cell_bytes * math.prod(min(t, max(c)) for t, c in zip(tiles, tile_chunks))
+    budget = max(1, limit // max(1, tile_bytes))
+    out = [None] * len(tile_chunks)
+    for d in reversed(range(len(tile_chunks))):
+        c = tile_chunks[d]
+        per = max(1, min(len(c), budget))
+        budget = max(1, budget // per)
+        groups = math.ceil(len(c) / per)
+        # `groups` runs of consecutive tiles, their lengths differing by one at most
+        base, extra = divmod(len(c), groups)
+        sizes, i = [], 0
+        for g in range(groups):
+            n = base + (1 if g < extra else 0)
+            sizes.append(sum(c[i:i + n]))
+            i += n
+        out[d] = tuple(sizes)
+    return tuple(out)
+
+
+def _chunk_limit() -> int:
+    """dask's ``array.chunk-size`` in bytes."""
+    import dask
+    from dask.utils import parse_bytes
+
+    return int(parse_bytes(dask.config.get("array.chunk-size", "128MiB")))
+
+
 def from_tessera(uri, attribute=None, chunks=None, timestamp=None, config=None, region=None):
     """A dense array as a ``dask.array.Array`` (or a dict of them, one per attribute, when
     ``attribute`` is a list).
 
     - ``attribute``: a name, a list of names, or ``None`` for the only attribute;
-    - ``chunks``: dask's chunk spec; by default the tiles (so each task decodes whole tiles);
+    - ``chunks``: dask's chunk spec; by default blocks of whole tiles up to dask's
+      ``array.chunk-size`` (each task decodes whole tiles, and no task is so small that its
+      overhead outweighs its read); ``"tiles"`` for one tile per chunk;
     - ``timestamp``: an int or ``(start, end)``; by default the array as it is when the graph
       is built, pinned so that every task reads that version;
     - ``region``: ``"domain"`` (the full domain, as tiledb-py's ``A[:]``), ``"nonempty"``, or
@@ -170,8 +215,13 @@ def from_tessera(uri, attribute=None, chunks=None, timestamp=None, config=None, 
             raise ValueError(f"region must be 'domain', 'nonempty' or None, not {region!r}")
         tiles = [int(d.tile) for d in schema.domain]
     shape = tuple(hi - lo + 1 for lo, hi in bounds)
-    if chunks is None:
-        chunks = tuple(_tile_chunks(lo, hi, f[0], t) for (lo, hi), f, t in zip(bounds, full, tiles))
+    if chunks is None or (isinstance(chunks, str) and chunks == "tiles"):
+        per_tile = [_tile_chunks(lo, hi, f[0], t) for (lo, hi), f, t in zip(bounds, full, tiles)]
+        if chunks is None:
+            cell_bytes = sum(np.dtype(a.dtype).itemsize for a in fields)
+            chunks = _group_tiles(per_tile, tiles, cell_bytes, _chunk_limit())
+        else:
+            chunks = tuple(per_tile)
     else:
         chunks = da.core.normalize_chunks(chunks, shape, dtype=fields[0].dtype)
     token = tokenize("tessera", uri, _version(uri, ts), tuple(names), chunks, tuple(bounds))
@@ -214,8 +264,8 @@ def _write_block(block: np.ndarray, uri: str, attr: str, timestamp: int, config,
     sel = tuple(slice(o + a, o + b) for o, (a, b) in zip(offset, loc))
     if any(s.start < 0 for s in sel):
         raise TileDBError(f"{uri}: to_tessera writes at non-negative coordinates only (block at {sel})")
-    with _open(uri, "w", timestamp=timestamp, config=config) as W:
-        W[sel] = {attr: np.ascontiguousarray(block)}
+    W = _cached(uri, timestamp, config, mode="w")
+    W[sel] = {attr: np.ascontiguousarray(block)}
     return np.zeros((1,) * block.ndim, dtype=np.int8)
 
 
@@ -389,8 +439,18 @@ class _ReadPartition:
             df = q.df[tuple(sel)]
 
         # dimensions that the array's pandas metadata made the index become columns again
-        df = df.reset_index(drop=isinstance(df.index, pd.RangeIndex))
-        return df[[c for c in dims + attrs if c in df.columns]]
+        # (each step only when needed: on a partition of a million rows, an unneeded
+        # reset_index or column selection copies every column once more)
+        idx = df.index
+        if not (isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1):
+            df = df.reset_index(drop=isinstance(idx, pd.RangeIndex))
+        order = [c for c in dims + attrs if c in df.columns]
+        return df if list(df.columns) == order else df[order]
+
+    def meta(self, rng):
+        """The empty frame with the partitions' columns and dtypes: a read of the range's
+        first coordinate only (not of the whole first partition)."""
+        return self(rng if rng is None else (rng[0], rng[0])).iloc[:0]
 
 
 def read_dataframe(uri, columns=None, cond=None, timestamp=None, config=None, npartitions=None,
@@ -420,5 +480,5 @@ def read_dataframe(uri, columns=None, cond=None, timestamp=None, config=None, np
         attrs = [a for a in all_attrs if a in columns]
     dim0, ranges = _partition_ranges(uri, ts, config, npartitions, cells_per_partition)
     reader = _ReadPartition(uri, ts, config, dims, attrs, cond, dim0)
-    meta = reader(ranges[0]).iloc[:0] if ranges else None
+    meta = reader.meta(ranges[0]) if ranges else None
     return dd.from_map(reader, ranges, meta=meta, enforce_metadata=False, label="read-tessera")

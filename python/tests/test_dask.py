@@ -21,7 +21,8 @@ pytestmark = pytest.mark.tessera_only
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(s3_env):
+    # started after s3_env set the AWS variables: the workers inherit them
     cluster = distributed.LocalCluster(
         n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
         dashboard_address=None, silence_logs=40,
@@ -79,7 +80,7 @@ def sparse(tmp_path_factory):
 
 
 def test_from_tessera_values_and_tile_chunks(client, dense):
-    x = tdask.from_tessera(dense, attribute="a")
+    x = tdask.from_tessera(dense, attribute="a", chunks="tiles")
     with tiledb.open(dense) as R:
         want = R[:]["a"]
     # chunks follow the tiles from the domain's origin (10, -5): 40 = 5 x 8, 20 = 6 + 6 + 6 + 2
@@ -89,7 +90,32 @@ def test_from_tessera_values_and_tile_chunks(client, dense):
     np.testing.assert_allclose(x.mean(axis=0).compute(), want.mean(axis=0))
     # a slice reads only its blocks, and equal reads share their keys
     np.testing.assert_array_equal(x[3:17, 2:9].compute(), want[3:17, 2:9])
-    assert tdask.from_tessera(dense, attribute="a").name == x.name
+    assert tdask.from_tessera(dense, attribute="a", chunks="tiles").name == x.name
+
+
+def test_from_tessera_default_chunks_group_whole_tiles(client, dense):
+    import dask
+
+    with tiledb.open(dense) as R:
+        want = R[:]
+    # 8 x 6 float64 tiles are 384 bytes: up to 4 tiles per block fill a row of 20 columns
+    # (6 + 6 + 6 + 2) first; rows then come in single tiles (40 = 5 x 8)
+    with dask.config.set({"array.chunk-size": "1600B"}):
+        x = tdask.from_tessera(dense, attribute="a")
+    assert x.chunks == ((8,) * 5, (20,))
+    # 10 tiles per block: 2 tile rows per block, the 5 rows split as evenly as they go
+    with dask.config.set({"array.chunk-size": "4000B"}):
+        y = tdask.from_tessera(dense, attribute="a")
+    assert y.chunks == ((16, 16, 8), (20,))
+    # the default (128 MiB) holds the whole array; two attributes count both their bytes
+    z = tdask.from_tessera(dense, attribute=["a", "b"])
+    assert z["a"].chunks == ((40,), (20,))
+    with dask.config.set({"array.chunk-size": "300B"}):
+        w = tdask.from_tessera(dense, attribute=["a", "b"])
+    assert w["b"].chunks == ((8,) * 5, (6, 6, 6, 2))  # a tile at least, whatever the limit
+    for got in (x, y, z["a"], w["a"]):
+        np.testing.assert_array_equal(got.compute(), want["a"])
+    np.testing.assert_array_equal(w["b"].compute(), want["b"])
 
 
 def test_from_tessera_multi_attribute_and_chunks(client, dense):
@@ -120,7 +146,7 @@ def test_from_tessera_huge_domain_reads_nonempty(client, tmp_path):
     tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("v", dtype=np.int16)]))
     with tiledb.open(uri, "w") as A:
         A[1000:1250] = np.arange(250, dtype=np.int16)
-    x = tdask.from_tessera(uri)
+    x = tdask.from_tessera(uri, chunks="tiles")
     assert x.shape == (250,)
     assert x.chunks == ((100, 100, 50),)
     np.testing.assert_array_equal(x.compute(), np.arange(250, dtype=np.int16))
@@ -253,7 +279,7 @@ def test_worker_killed_mid_sum(client, tmp_path):
     values = np.arange(n * n, dtype=np.int64).reshape(n, n)
     with tiledb.open(uri, "w") as A:
         A[:] = values
-    x = tdask.from_tessera(uri)
+    x = tdask.from_tessera(uri, chunks="tiles")
 
     def slow(block):
         time.sleep(0.01)
@@ -264,3 +290,129 @@ def test_worker_killed_mid_sum(client, tmp_path):
     assert int(total.compute()) == int(values.sum())
     killer.join()
     client.wait_for_workers(2, timeout=60)
+
+
+# ------------------------------------------------------------------------------------------
+# object-store URIs from the workers
+
+
+_S3_SECRET = "tessera-dask-secret-6d1f0c"
+_S3_KEY_ID = "tessera-dask-key-id-93ab"
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3_env():
+    """moto's S3 server on loopback, a bucket, and the standard AWS variables pointing at it
+    (set in this process, so that worker processes started afterwards inherit them)."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    try:
+        import moto  # noqa: F401
+    except ImportError:
+        yield None  # the object-store test skips; the others run
+        return
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"moto's server exited with {proc.returncode}")
+            try:
+                urllib.request.urlopen(urllib.request.Request(f"{url}/dask-bucket", method="PUT", data=b""), timeout=5)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    pytest.fail("moto's server did not start within 60 s")
+                time.sleep(0.2)
+        env = {
+            "AWS_ACCESS_KEY_ID": _S3_KEY_ID, "AWS_SECRET_ACCESS_KEY": _S3_SECRET, "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": url, "AWS_ALLOW_HTTP": "true", "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
+        }
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            yield port
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _graph_bytes(collection) -> bytes:
+    import cloudpickle
+
+    return cloudpickle.dumps(dict(collection.__dask_graph__()))
+
+
+def test_object_store_uris_from_the_workers(client, s3_env):
+    # the workers were started after the variables were set: each finds its credentials in
+    # its own environment, and none travels in a graph
+    if s3_env is None:
+        pytest.skip("needs moto's S3 server")
+    c = client
+    assert set(c.run(lambda: os.environ.get("AWS_SECRET_ACCESS_KEY")).values()) == {_S3_SECRET}
+    # a secret in the configuration is dropped too
+    leaky = {"vfs.s3.aws_secret_access_key": _S3_SECRET, "vfs.s3.aws_access_key_id": _S3_KEY_ID}
+    dense = "s3://dask-bucket/dense"
+    values = np.arange(48 * 30, dtype=np.int32).reshape(48, 30)
+    src = da.from_array(values, chunks=(16, 10))
+    write = tdask.to_tessera(src, dense, attr="v", config=leaky, compute=False)
+    g = _graph_bytes(write)
+    assert _S3_SECRET.encode() not in g and _S3_KEY_ID.encode() not in g
+    c.compute(write, sync=True)
+    x = tdask.from_tessera(dense, config=leaky, chunks="tiles")
+    g = _graph_bytes(x)
+    assert _S3_SECRET.encode() not in g and _S3_KEY_ID.encode() not in g
+    assert x.npartitions == 9
+    np.testing.assert_array_equal(x.compute(), values)
+    assert int(tdask.from_tessera(dense).sum().compute()) == int(values.sum())
+    # libtiledb reads what the workers wrote
+    ctx = tiledb.Ctx({
+        "vfs.s3.endpoint_override": f"127.0.0.1:{s3_env}", "vfs.s3.scheme": "http",
+        "vfs.s3.use_virtual_addressing": "false", "vfs.s3.region": "us-east-1",
+        "vfs.s3.aws_access_key_id": _S3_KEY_ID, "vfs.s3.aws_secret_access_key": _S3_SECRET,
+    })
+    with tiledb.open(dense, ctx=ctx) as R:
+        np.testing.assert_array_equal(R[:]["v"] if isinstance(R[:], dict) else R[:], values)
+    assert len(tiledb.array_fragments(dense, ctx=ctx)) == 9
+
+    # a sparse array as a dataframe, read by the workers
+    sparse = "s3://dask-bucket/sparse"
+    schema = engine.ArraySchema(
+        domain=engine.Domain(engine.Dim("x", domain=(0, 9999), tile=100, dtype=np.int64)),
+        attrs=[engine.Attr("v", dtype=np.float64)], sparse=True, capacity=64,
+    )
+    engine.Array.create(sparse, schema)
+    rng = np.random.default_rng(5)
+    xs = rng.choice(10_000, 2000, replace=False)
+    vs = rng.random(2000)
+    with engine.open(sparse, "w") as A:
+        A[xs] = {"v": vs}
+    ddf = tdask.read_dataframe(sparse, config=leaky, npartitions=4)
+    g = _graph_bytes(ddf)
+    assert _S3_SECRET.encode() not in g and _S3_KEY_ID.encode() not in g
+    got = ddf.compute().sort_values(["x", "v"]).reset_index(drop=True)
+    want = pd.DataFrame({"x": xs, "v": vs}).sort_values(["x", "v"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, want, check_dtype=False)

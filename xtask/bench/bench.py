@@ -71,6 +71,12 @@ import datasets  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RUN_TILEDB = HERE / "run_tiledb.py"
+RUN_ZARRS = HERE / "run_zarrs.py"
+# The third engine's packages (zarr-python with the zarrs codec pipeline), installed into a venv
+# of their own under target/bench (zarr 3.2+ needs Python 3.12; the reference venv has 3.11).
+ZARRS_PACKAGES = ("zarr==3.1.6", "zarrs==0.2.3")
+# zstd level of the Zarr copies of the zstd datasets (the TileDB copies use level 3).
+ZARR_ZSTD_LEVEL = -1
 CHILD_TIMEOUT_S = 900
 GOAL = 1.5
 # A 1-minute load average above this before starting means another process is busy.
@@ -90,6 +96,8 @@ class Workload:
     inputs: str | None = None
     # whether each run works on its own copy under target/bench/scratch (writes, consolidation)
     scratch: bool = False
+    # whether zarrs reads a Zarr v3 copy of the dataset too (dense int32 full reads and boxes)
+    zarrs: bool = False
 
 
 def _full_2d(n: int) -> list:
@@ -261,10 +269,13 @@ def consolidate_all(info: dict) -> dict:
 def _dense_workloads(kind: str, what: str) -> list:
     """The read and write workloads of the dense dataset ``kind`` and its zstd twin."""
     out = []
+    zarrs = kind == "dense_int32"
     for ds, filt in ((kind, "unfiltered"), (kind + "_zstd", "zstd")):
         out += [
-            Workload(f"{ds}_full", ds, f"dense {what} n x n, {filt}: full read", dense_full),
-            Workload(f"{ds}_box1pct", ds, f"dense {what}, {filt}: 1 % box", dense_box),
+            Workload(f"{ds}_full", ds, f"dense {what} n x n, {filt}: full read", dense_full,
+                     zarrs=zarrs),
+            Workload(f"{ds}_box1pct", ds, f"dense {what}, {filt}: 1 % box", dense_box,
+                     zarrs=zarrs),
             Workload(f"{ds}_strided100", ds,
                      f"dense {what}, {filt}: 100 strided rows (multi-range)", dense_strided),
         ]
@@ -422,8 +433,8 @@ def verify(runs: dict[str, list[Run]], expected: tuple | None = None) -> list[st
             problems.append(
                 f"{engine} cells/checksum {sorted(results)}, but the inputs hold {expected}"
             )
-    if len(seen) == 2:
-        (e1, r1), (e2, r2) = seen.items()
+    engines = list(seen.items())
+    for (e1, r1), (e2, r2) in zip(engines, engines[1:]):
         if r1 != r2:
             problems.append(
                 f"engines disagree: {e1} cells/checksum {sorted(r1)} vs {e2} {sorted(r2)}"
@@ -446,8 +457,8 @@ def fmt(v: float | None, spec: str) -> str:
 
 
 def print_table(rows: list[dict], notes: dict[str, str]) -> None:
-    head = ["workload", "tessera s", "libtiledb s", "ratio", "goal", "tessera RSS MB",
-            "libtiledb RSS MB", "cells", "check"]
+    head = ["workload", "tessera s", "libtiledb s", "ratio", "goal", "zarrs s", "vs zarrs",
+            "tessera RSS MB", "libtiledb RSS MB", "cells", "check"]
     body = []
     for r in rows:
         ratio = r["ratio"]
@@ -458,6 +469,8 @@ def print_table(rows: list[dict], notes: dict[str, str]) -> None:
             fmt(r["libtiledb_s"], ".4f"),
             fmt(ratio, ".2f"),
             goal,
+            fmt(r.get("zarrs_s"), ".4f"),
+            fmt(r.get("zarrs_ratio"), ".2f"),
             fmt(r["tessera_peak_rss_mb"], ".0f"),
             fmt(r["libtiledb_peak_rss_mb"], ".0f"),
             notes.get(r["workload"] + "/cells", "?"),
@@ -476,7 +489,42 @@ def print_table(rows: list[dict], notes: dict[str, str]) -> None:
     print()
     print(f"ratio = libtiledb s / tessera s (above 1: Tessera is faster; goal >= {GOAL}); "
           "times are medians, RSS the peak over the runs (libtiledb's includes Python + numpy; "
-          "writes: up to the end of the write, the inputs included)")
+          "writes: up to the end of the write, the inputs included); vs zarrs = zarrs s / "
+          "tessera s (zarr-python + the zarrs codec pipeline on a Zarr v3 copy)")
+
+
+def ensure_zarrs_venv(out_dir: Path) -> Path:
+    """The python of ``target/bench/zarrs-venv`` (zarr + zarrs, ``ZARRS_PACKAGES``), made the
+    first time with this interpreter's ``venv`` and pip (PyPI)."""
+    venv = out_dir / "zarrs-venv"
+    python = venv / "bin" / "python"
+    stamp = venv / "packages.txt"
+    want = "\n".join(ZARRS_PACKAGES) + "\n"
+    if python.exists() and stamp.is_file() and stamp.read_text() == want:
+        return python
+    print(f"bench: installing {', '.join(ZARRS_PACKAGES)} into {venv} ...", flush=True)
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", *ZARRS_PACKAGES], check=True)
+    stamp.write_text(want)
+    return python
+
+
+def ensure_zarr_copy(zarrs_python: Path, zarr_dir: Path, info: dict) -> Path:
+    """The Zarr v3 copy of the dense dataset ``info`` (run_zarrs.py --generate), made once
+    under ``zarr_dir``, named after the dataset's folder and the zstd level."""
+    folder = Path(info["uri"]).parent
+    out = zarr_dir / f"{folder.name}-zstd{ZARR_ZSTD_LEVEL}"
+    stamp = out / "copied.json"
+    if stamp.is_file():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    print(f"bench: writing the Zarr v3 copy of {folder.name} ...", flush=True)
+    subprocess.run([str(zarrs_python), str(RUN_ZARRS), "--generate", str(folder / "dataset.json"),
+                    str(out), str(ZARR_ZSTD_LEVEL)], check=True)
+    stamp.write_text(json.dumps({"dataset": str(folder), "zstd_level": ZARR_ZSTD_LEVEL}) + "\n")
+    return out
 
 
 def main() -> int:
@@ -492,6 +540,10 @@ def main() -> int:
     ap.add_argument("--list", action="store_true", help="list the workloads and exit")
     ap.add_argument("--regenerate", action="store_true",
                     help="regenerate the selected workloads' datasets (and write inputs)")
+    ap.add_argument("--zarrs", choices=("auto", "yes", "no"),
+                    default=os.environ.get("TESSERA_BENCH_ZARRS", "auto"),
+                    help="run zarrs as a third engine where a workload allows (auto: not in "
+                         "smoke mode; it installs zarr + zarrs into target/bench/zarrs-venv)")
     args = ap.parse_args()
 
     selected = WORKLOADS
@@ -527,6 +579,8 @@ def main() -> int:
         print(f"bench: WARNING: the machine is busy (load average {load_before[0]:.2f}): "
               "other processes compete for the cores and the times will be noisy", flush=True)
 
+    use_zarrs = args.zarrs == "yes" or (args.zarrs == "auto" and mode != "smoke")
+    zarrs_python = None
     infos, inputs_infos = {}, {}
     rows, notes, details, failed = [], {}, [], False
     for w in selected:
@@ -553,15 +607,25 @@ def main() -> int:
                 scratch = scratch_dir / w.name
                 spec["scratch"] = str(scratch)
             warm(array)
+        commands = {
+            "tessera": [str(args.tessera_bench)],
+            "libtiledb": [sys.executable, str(RUN_TILEDB)],
+        }
+        if use_zarrs and w.zarrs:
+            if zarrs_python is None:
+                zarrs_python = ensure_zarrs_venv(out_dir)
+            spec["zarr"] = str(ensure_zarr_copy(zarrs_python, out_dir / "zarr", info))
+            warm(Path(spec["zarr"]))
+            commands["zarrs"] = [str(zarrs_python), str(RUN_ZARRS)]
         spec_path = specs / f"{w.name}.json"
         spec_path.write_text(json.dumps(spec) + "\n")
-        commands = {
-            "tessera": [str(args.tessera_bench), str(spec_path)],
-            "libtiledb": [sys.executable, str(RUN_TILEDB), str(spec_path)],
-        }
-        runs: dict[str, list[Run]] = {"tessera": [], "libtiledb": []}
+        for argv in commands.values():
+            argv.append(str(spec_path))
+        runs: dict[str, list[Run]] = {e: [] for e in commands}
+        engines = list(commands)
         for i in range(args.runs):
-            order = ["tessera", "libtiledb"] if i % 2 == 0 else ["libtiledb", "tessera"]
+            # Each engine goes first in turn (T L Z, L Z T, Z T L, ...).
+            order = engines[i % len(engines):] + engines[:i % len(engines)]
             for engine in order:
                 if scratch is not None:
                     shutil.rmtree(scratch, ignore_errors=True)
@@ -582,6 +646,9 @@ def main() -> int:
             "tessera_s": t,
             "libtiledb_s": l,
             "ratio": (l / t) if (t and l) else None,
+            "zarrs_s": median(runs.get("zarrs", [])),
+            "zarrs_ratio": (median(runs["zarrs"]) / t) if (t and median(runs.get("zarrs", [])))
+            else None,
             "tessera_peak_rss_mb": peak(runs["tessera"]),
             "libtiledb_peak_rss_mb": peak(runs["libtiledb"]),
         }

@@ -26,52 +26,15 @@ import tiledb
 import tiledb.libtiledb as lt
 from tiledb.main import PyQuery
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import checksum, peak_rss_mb  # noqa: E402,F401 (datasets.py imports checksum from here)
+
 LAYOUTS = {
     "row-major": lt.LayoutType.ROW_MAJOR,
     "col-major": lt.LayoutType.COL_MAJOR,
     "global": lt.LayoutType.GLOBAL_ORDER,
     "unordered": lt.LayoutType.UNORDERED,
 }
-
-
-def peak_rss_mb() -> float | None:
-    """This process's peak RSS so far (VmHWM: unlike getrusage, it does not count the parent
-    the process was forked from)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
-
-
-def checksum(data: np.ndarray, offsets: np.ndarray | None, cell_size: int) -> list[int]:
-    """[sum, bytes, len_sq], as the Tessera driver computes it (wrapping at 2^64)."""
-    data = np.ascontiguousarray(data).view(np.uint8)
-    nbytes = data.nbytes
-    with np.errstate(over="ignore"):
-        if offsets is not None:
-            s = int(data.sum(dtype=np.uint64))
-            if len(offsets):
-                ends = np.empty(len(offsets), dtype=np.uint64)
-                ends[:-1] = offsets[1:]
-                ends[-1] = nbytes
-                lens = ends - offsets.astype(np.uint64)
-                len_sq = int((lens * lens).sum(dtype=np.uint64))
-            else:
-                len_sq = 0
-        else:
-            if cell_size == 8:
-                s = int(data.view("<u8").sum(dtype=np.uint64))
-            elif cell_size == 4:
-                s = int(data.view("<u4").sum(dtype=np.uint64))
-            else:
-                s = int(data.sum(dtype=np.uint64))
-            len_sq = 0
-    m = 2**64
-    return [s % m, nbytes % m, len_sq % m]
 
 
 def field_info(schema: tiledb.ArraySchema, name: str) -> tuple[bool, int]:

@@ -301,9 +301,17 @@ fn real_main() -> Result<()> {
             let mut cmd = Command::new(&cargo);
             cmd.current_dir(&root).args(["test", "--workspace"]).args(&cargo_args);
             run(&mut cmd, "cargo test --workspace")?;
-            // The facade's optional features (the ndarray round trips).
+            // The facade's optional features (the ndarray round trips). `tessera-storage/testing`
+            // is on in the workspace run (dev-dependencies), so asking for it here too lets
+            // this run reuse that build of the engine instead of compiling it again.
             let mut cmd = Command::new(&cargo);
-            cmd.current_dir(&root).args(["test", "-p", "tessera", "--features", "ndarray"]);
+            cmd.current_dir(&root).args([
+                "test",
+                "-p",
+                "tessera",
+                "--features",
+                "ndarray,tessera-storage/testing",
+            ]);
             run(cmd.args(&cargo_args), "cargo test -p tessera --features ndarray")?;
             // The S3 tests are #[ignore]d in plain `cargo test`: they start moto's S3 server
             // from the venv on loopback, here.
@@ -362,10 +370,6 @@ fn crash(root: &Path, kills: u64, cells: u64, seed: Option<u64>) -> Result<()> {
     run(&mut cmd, "the crash harness (cargo test --release -p tessera-cli --test crash)")
 }
 
-/// Where the Python extension is built (its own target folder: the crate is outside the
-/// workspace, with its own lock file and release profile).
-const PYTHON_TARGET: &str = "target/py";
-
 /// The Python part of `cargo xtask test`: `pip install ./python` into the reference venv (a
 /// release build of crates/tessera-py by maturin, as a user installs it), then the pytest
 /// suite of `python/tests`, which compares the package with tiledb-py on the same arrays.
@@ -375,10 +379,14 @@ fn python_checks(root: &Path, python: &Path) -> Result<()> {
     cmd.current_dir(root)
         .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input"])
         .args(["--progress-bar", "off", "--force-reinstall", "--no-deps", "./python"])
-        .env("CARGO_TARGET_DIR", root.join(PYTHON_TARGET))
-        // The test build skips link-time optimisation (minutes on two cores); wheels for users
-        // keep the release profile's thin LTO.
-        .env("CARGO_PROFILE_RELEASE_LTO", "false");
+        // The release build of the workspace (the CLI, the benchmark driver) is in the same
+        // target folder: with the workspace's release settings (no link-time optimisation,
+        // minutes on two cores; the debug level of `[profile.release]`) and the versions both
+        // lock files pin alike, the crates both use are not compiled again. Wheels for users
+        // keep the extension's own profile (thin LTO, no debug info).
+        .env("CARGO_TARGET_DIR", target_dir(root))
+        .env("CARGO_PROFILE_RELEASE_LTO", "false")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "1");
     run(&mut cmd, "pip install ./python")?;
     println!("xtask: python -m pytest python/tests");
     let mut cmd = Command::new(python);

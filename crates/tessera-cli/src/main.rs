@@ -62,6 +62,10 @@ struct Cli {
     /// groups created or written with a key are encrypted.
     #[arg(long, global = true, value_name = "FILE")]
     key_file: Option<PathBuf>,
+    /// When the command ends, print its wall time and the process's peak memory (resident
+    /// set, on Linux) to standard error: what a `--memory-budget` bounds.
+    #[arg(long, global = true)]
+    stats: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -283,7 +287,12 @@ const BROKEN_PIPE_STATUS: u8 = 141;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let stats = cli.stats.then(std::time::Instant::now);
+    let result = run(cli);
+    if let Some(start) = stats {
+        print_stats(start);
+    }
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of standard output went away: nothing more to say, to anyone.
         Err(e) if is_broken_pipe(&e) => ExitCode::from(BROKEN_PIPE_STATUS),
@@ -291,6 +300,20 @@ fn main() -> ExitCode {
             eprintln!("tessera: {}", error_line(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `--stats`: the command's wall time and, where the system reports it (Linux's
+/// `/proc/self/status`), the peak resident set size.
+fn print_stats(start: std::time::Instant) {
+    let secs = start.elapsed().as_secs_f64();
+    let peak_kb = std::fs::read_to_string("/proc/self/status").ok().and_then(|status| {
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse::<u64>().ok()
+    });
+    match peak_kb {
+        Some(kb) => eprintln!("tessera: stats: {secs:.3} s, peak RSS {kb} KiB"),
+        None => eprintln!("tessera: stats: {secs:.3} s"),
     }
 }
 

@@ -10,13 +10,13 @@ use crate::names::FragmentName;
 use crate::{Error, Result};
 
 /// Folder of commit files inside an array.
-pub const COMMITS_DIR: &str = "__commits";
+pub const COMMITS_DIR: &str = crate::dirs::COMMITS;
 
 /// Folder of fragment folders inside an array.
-pub const FRAGMENTS_DIR: &str = "__fragments";
+pub const FRAGMENTS_DIR: &str = crate::dirs::FRAGMENTS;
 
 /// Folder of array metadata files inside an array.
-pub const ARRAY_METADATA_DIR: &str = "__meta";
+pub const ARRAY_METADATA_DIR: &str = crate::dirs::META;
 
 /// What a file in `__commits/` is, by its extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -16,7 +16,7 @@ use crate::parse::{PResult, bytes, fail, put_u64, u32f, u64f, utf8};
 use crate::{Error, Result};
 
 /// Folder of consolidated fragment metadata files inside an array.
-pub const FRAGMENT_META_DIR: &str = "__fragment_meta";
+pub const FRAGMENT_META_DIR: &str = crate::dirs::FRAGMENT_META;
 
 const STRUCTURE: &str = "consolidated fragment metadata";
 

@@ -18,6 +18,10 @@
 //!   byte.
 //! * [`previous`]: the layouts of older format versions (version 1–2 metadata, old file
 //!   names, zipped coordinates).
+//! * [`array_metadata`]: the payload of `__meta/` files (array and group metadata).
+//! * [`group_details`]: the payload of `__group/` files (a group's members) and
+//!   [`ObjectType`](group_details::ObjectType).
+//! * [`dirs`]: the names of an array's folders and of [`FRAGMENT_METADATA_FILE`].
 //! * [`stats`]: tile and fragment min/max/sum/null counts computed from cell data, as
 //!   libtiledb computes them.
 //!
@@ -58,12 +62,15 @@
 //! # }
 //! ```
 
+pub mod array_metadata;
 pub mod commits;
 pub mod condition;
 pub mod consolidated;
+pub mod dirs;
 mod error;
 pub mod fields;
 pub mod footer;
+pub mod group_details;
 pub mod metadata;
 pub mod names;
 mod parse;
@@ -79,6 +86,7 @@ pub use condition::{
     CombinationOp, ConditionNode, ConditionOp, DeleteCommit, UpdateCommit, UpdateValue,
 };
 pub use consolidated::{ConsolidatedFooter, ConsolidatedFragmentMeta};
+pub use dirs::FRAGMENT_METADATA_FILE;
 pub use error::{Error, Result};
 pub use fields::{Field, FieldInfo, FieldLayout, SumType, SumValue};
 pub use footer::{

@@ -42,6 +42,7 @@ mod runtime;
 mod storage;
 mod writer;
 
+#[cfg(feature = "testing")]
 pub mod emulator;
 
 pub use object_store;

@@ -262,6 +262,49 @@ impl NativeArray {
         result_list(py, result)
     }
 
+    /// Reads the fixed-size, non-nullable attribute `attr` of a dense array into `buf`, a
+    /// contiguous writeable 1-D uint8 view of the caller's numpy array, which must hold
+    /// exactly the bytes of every cell of the read in `order` ('C' or 'F'); returns the
+    /// number of cells. The engine writes into numpy's memory with the GIL released, so the
+    /// result gets numpy's allocation (and no copy or second buffer).
+    #[pyo3(signature = (buf, attr, ranges=None, order=None, cond=None))]
+    fn read_into<'py>(
+        &self,
+        py: Python<'py>,
+        buf: Bound<'py, numpy::PyArray1<u8>>,
+        attr: String,
+        ranges: Option<Bound<'py, PyAny>>,
+        order: Option<&str>,
+        cond: Option<String>,
+    ) -> PyResult<u64> {
+        use numpy::{PyArrayMethods, PyUntypedArrayMethods};
+        if !buf.is_contiguous() {
+            return Err(tiledb_error("read_into: the buffer is not contiguous"));
+        }
+        // A writeable buffer (the borrow fails on read-only arrays); the pointer is taken
+        // while the borrow is held.
+        let (ptr, len) = {
+            let mut rw = buf.try_readwrite().map_err(|e| {
+                tiledb_error(format!("read_into: the buffer is not writeable ({e})"))
+            })?;
+            let slice = rw.as_slice_mut().map_err(|e| tiledb_error(format!("read_into: {e}")))?;
+            (slice.as_mut_ptr() as usize, slice.len())
+        };
+        let spec = self.spec(ranges, None, None, order, cond, None)?;
+        let array = self.array.clone();
+        // Holds the numpy array (and so its memory) until the engine is done with it, even
+        // when the call is interrupted and returns before the worker thread ends.
+        let keep = buf.unbind();
+        run(py, move || {
+            let _keep = keep;
+            // SAFETY: `ptr..ptr + len` is the data of the contiguous, writeable numpy array
+            // `_keep` holds alive until this closure returns; nothing else in this process
+            // writes it meanwhile unless Python code races with its own read.
+            let out = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+            spec.configure(array.read()).read_into(&attr, out).py_err()
+        })
+    }
+
     /// Reads the cells at the given points, in the order asked: `points` is a list of
     /// `(dimension, [coordinate, ...])`, one list per dimension, all of the same length. Sparse
     /// points holding no cell are left out; dense points give their value or the fill value.

@@ -1,9 +1,10 @@
 //! Running engine calls from Python: off the GIL, on a worker pool that survives `fork`, and
 //! interruptible by Ctrl-C.
 //!
-//! Every call that touches storage goes through [`run`]: the work runs on a thread of its own
-//! (inside the package's rayon pool, so the engine's parallel decoding uses it), while the
-//! calling thread waits without the GIL and checks for signals every 50 ms. On Ctrl-C the
+//! Every call that touches storage goes through [`run`]: on Python's main thread, the work
+//! runs on a thread of its own (inside the package's rayon pool, so the engine's parallel
+//! decoding uses it), while the calling thread waits without the GIL and checks for signals
+//! every 50 ms; on other threads, which get no signals, it goes to the pool directly. On Ctrl-C the
 //! call raises `KeyboardInterrupt` at once; the abandoned work finishes in the background
 //! and its result is dropped (a write still commits whole or not at all).
 //!
@@ -45,14 +46,40 @@ pub(crate) fn current_pool() -> PyResult<Arc<rayon::ThreadPool>> {
     Ok(pool)
 }
 
-/// Runs `work` without the GIL on the package's pool and returns its result; raises
-/// `KeyboardInterrupt` (or whatever a signal handler raises) if a signal arrives first.
+/// Whether the calling thread is Python's main thread: the only one that runs signal
+/// handlers, so the only one worth keeping responsive to Ctrl-C.
+fn on_main_thread(py: Python<'_>) -> bool {
+    let check = || -> PyResult<bool> {
+        let threading = py.import("threading")?;
+        let main = threading.call_method0("main_thread")?;
+        let current = threading.call_method0("current_thread")?;
+        Ok(main.is(&current))
+    };
+    // When in doubt, keep the interruptible path.
+    check().unwrap_or(true)
+}
+
+/// Runs `work` without the GIL on the package's pool and returns its result; on the main
+/// thread, raises `KeyboardInterrupt` (or whatever a signal handler raises) if a signal
+/// arrives first.
+///
+/// Other threads (a Dask worker's task threads, a thread pool's) never see signals, so
+/// there the work is handed to the pool directly: a thread of its own and a channel cost
+/// two more wake-ups per call, which on a loaded machine cost more than a small read.
 pub(crate) fn run<T, F>(py: Python<'_>, work: F) -> PyResult<T>
 where
     T: Send + 'static,
     F: FnOnce() -> PyResult<T> + Send + 'static,
 {
     let pool = current_pool()?;
+    if !on_main_thread(py) {
+        let out = py.detach(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.install(work)))
+        });
+        return out.unwrap_or_else(|_| {
+            Err(tiledb_error("the engine call panicked (a bug: please report it)"))
+        });
+    }
     let (tx, rx) = sync_channel(1);
     std::thread::Builder::new()
         .name("tessera-call".into())

@@ -15,28 +15,9 @@ use crate::directory::ArrayDirectory;
 use crate::fragment::{Fragment, load_fragments};
 use crate::{Error, Result};
 
-/// Names of the folders inside an array, as libtiledb 2.30 names them.
-pub mod dirs {
-    /// Schema files, one per schema version.
-    pub const SCHEMA: &str = "__schema";
-    /// Enumeration files, inside [`SCHEMA`].
-    pub const ENUMERATIONS: &str = "__schema/__enumerations";
-    /// Commit markers and delete/update/consolidation files.
-    pub const COMMITS: &str = "__commits";
-    /// One folder per fragment.
-    pub const FRAGMENTS: &str = "__fragments";
-    /// Array metadata.
-    pub const META: &str = "__meta";
-    /// Consolidated fragment metadata.
-    pub const FRAGMENT_META: &str = "__fragment_meta";
-    /// Dimension label arrays.
-    pub const LABELS: &str = "__labels";
-    /// The single schema file of arrays older than format version 10.
-    pub const LEGACY_SCHEMA_FILE: &str = tessera_schema::previous::LEGACY_SCHEMA_FILE;
-    /// Every folder `create` makes, in libtiledb's order.
-    pub const ALL: [&str; 7] =
-        [SCHEMA, ENUMERATIONS, COMMITS, FRAGMENTS, META, FRAGMENT_META, LABELS];
-}
+/// Names of the folders inside an array, as libtiledb 2.30 names them (defined in
+/// [`tessera_fragment::dirs`], re-exported here for callers of the engine).
+pub use tessera_fragment::dirs;
 
 /// Reads the schema file `name`: a file of `__schema/`, or the single `__array_schema.tdb` at
 /// the root of arrays older than format version 10 (which old fragments name).

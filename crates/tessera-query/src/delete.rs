@@ -42,9 +42,10 @@ use tessera_fragment::{DeleteCommit as DeleteFile, FragmentName};
 use tessera_storage::Storage;
 use tessera_types::names::now_ms;
 
-use crate::array::{Array, dirs};
+use crate::array::Array;
 use crate::condition::QueryCondition;
 use crate::{Error, Result};
+use tessera_fragment::dirs;
 
 /// The first format version whose consolidated fragments keep per-cell timestamps
 /// (libtiledb's `constants::consolidation_with_timestamps_min_version`).

@@ -8,8 +8,8 @@ use tessera_fragment::{
 };
 use tessera_storage::Storage;
 
-use crate::array::dirs;
 use crate::{Error, Result};
+use tessera_fragment::dirs;
 
 /// A delete (or update) commit visible in the open range.
 #[derive(Debug, Clone)]
@@ -185,7 +185,7 @@ fn old_layout_fragments(storage: &dyn Storage) -> Result<Vec<(CommitEntry, Strin
                     && storage.exists(&format!(
                         "{}/{}",
                         e.name,
-                        crate::fragment::FRAGMENT_METADATA_FILE
+                        tessera_fragment::FRAGMENT_METADATA_FILE
                     ))?);
             if committed {
                 out.push((CommitEntry::new(name, CommitKind::Write), e.name.clone()));

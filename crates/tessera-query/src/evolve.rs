@@ -9,8 +9,9 @@ use tessera_storage::Storage;
 use tessera_types::FORMAT_VERSION;
 use tessera_types::names::{TimestampedName, now_ms};
 
-use crate::array::{dirs, read_enumerations, read_schema};
+use crate::array::{read_enumerations, read_schema};
 use crate::{Error, Result};
+use tessera_fragment::dirs;
 
 /// The newest schema of the array (by file name, as libtiledb's latest schema), its file
 /// name (`__array_schema.tdb` for arrays older than format version 10) and its enumerations.

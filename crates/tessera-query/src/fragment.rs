@@ -14,11 +14,10 @@ use tessera_rtree::RTree;
 use tessera_schema::ArraySchema;
 use tessera_storage::Storage;
 
-use crate::array::dirs;
 use crate::{Error, Result};
+use tessera_fragment::dirs;
 
-/// File name of a fragment's metadata inside its folder.
-pub const FRAGMENT_METADATA_FILE: &str = "__fragment_metadata.tdb";
+pub use tessera_fragment::FRAGMENT_METADATA_FILE;
 
 /// How many bytes at the end of a metadata file to read at once, hoping to get the whole
 /// footer in one request.

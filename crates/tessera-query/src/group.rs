@@ -51,8 +51,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod details;
-
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -63,17 +61,15 @@ use tessera_storage::Storage;
 use tessera_types::FORMAT_VERSION;
 use tessera_types::names::{TimestampedName, now_ms};
 
-pub use details::{DETAILS_VERSION, GroupDetails, GroupMember};
+pub use tessera_fragment::group_details::{
+    DETAILS_DIR, DETAILS_VERSION, GROUP_FILE, GroupDetails, GroupMember,
+};
 
-use crate::array::dirs;
 use crate::metadata::{ArrayMetadata, MetadataWriter};
 use crate::object::{ObjectType, object_type};
 use crate::{Error, Result};
+use tessera_fragment::dirs;
 
-/// The empty marker file every group has (and, alone, groups older than TileDB 2.15).
-pub const GROUP_FILE: &str = "__tiledb_group.tdb";
-/// The folder of the group details files.
-pub const DETAILS_DIR: &str = "__group";
 /// The folder of the group metadata files (as for arrays).
 pub const META_DIR: &str = dirs::META;
 

@@ -27,10 +27,10 @@ use tessera_storage::Storage;
 use tessera_types::FORMAT_VERSION;
 use tessera_types::names::{TimestampedName, now_ms};
 
-use crate::array::dirs;
 use crate::consolidate::commits::{CommitsDir, name_over};
 use crate::directory::ArrayDirectory;
 use crate::{Error, Result};
+use tessera_fragment::dirs;
 
 /// The folders libtiledb's `delete_array` removes, in its order.
 const ARRAY_DIRS: [&str; 7] = [

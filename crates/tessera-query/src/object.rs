@@ -10,59 +10,11 @@
 
 use tessera_storage::Storage;
 
+use tessera_fragment::dirs;
+pub use tessera_fragment::group_details::ObjectType;
+use tessera_fragment::group_details::{DETAILS_DIR, GROUP_FILE};
+
 use crate::Result;
-use crate::array::dirs;
-use crate::group::{DETAILS_DIR, GROUP_FILE};
-
-/// What a location holds, with libtiledb's ids (`tiledb_object_t`): the type stored for each
-/// group member and what [`object_type`] finds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ObjectType {
-    /// No TileDB object (id 0). libtiledb stores this type for a member added without a type
-    /// whose location held nothing at the time.
-    Invalid,
-    /// A group (id 1).
-    Group,
-    /// An array (id 2).
-    Array,
-}
-
-impl ObjectType {
-    /// The id libtiledb stores (`tiledb_object_t`).
-    pub fn id(self) -> u8 {
-        match self {
-            ObjectType::Invalid => 0,
-            ObjectType::Group => 1,
-            ObjectType::Array => 2,
-        }
-    }
-
-    /// The type of a stored id; `None` for ids libtiledb 2.30 does not define (3 was the
-    /// removed key-value store).
-    pub fn from_id(id: u8) -> Option<ObjectType> {
-        match id {
-            0 => Some(ObjectType::Invalid),
-            1 => Some(ObjectType::Group),
-            2 => Some(ObjectType::Array),
-            _ => None,
-        }
-    }
-
-    /// The lowercase name `tessera ls --json` prints: `"invalid"`, `"group"`, `"array"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ObjectType::Invalid => "invalid",
-            ObjectType::Group => "group",
-            ObjectType::Array => "array",
-        }
-    }
-}
-
-impl std::fmt::Display for ObjectType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// What the location `storage` is rooted at holds: [`ObjectType::Array`],
 /// [`ObjectType::Group`] or [`ObjectType::Invalid`] (nothing, or a plain folder), by
@@ -108,14 +60,5 @@ mod tests {
         assert_eq!(object_type(&s).unwrap(), ObjectType::Invalid, "a folder is not the file");
         s.write(dirs::LEGACY_SCHEMA_FILE, Bytes::new()).unwrap();
         assert_eq!(object_type(&s).unwrap(), ObjectType::Array);
-    }
-
-    #[test]
-    fn ids() {
-        for t in [ObjectType::Invalid, ObjectType::Group, ObjectType::Array] {
-            assert_eq!(ObjectType::from_id(t.id()), Some(t));
-        }
-        assert_eq!(ObjectType::from_id(3), None);
-        assert_eq!(ObjectType::Group.to_string(), "group");
     }
 }

@@ -69,7 +69,7 @@ macro_rules! cell_value {
 cell_value!(i8, u8, i16, u16, i32, u32, i64, u64, f32, f64);
 
 /// Whether values of `dt` read as the Rust type whose canonical datatype is `asked`.
-fn reads_as(dt: Datatype, asked: Datatype) -> bool {
+pub(crate) fn reads_as(dt: Datatype, asked: Datatype) -> bool {
     use Datatype as D;
     if dt == asked {
         return true;

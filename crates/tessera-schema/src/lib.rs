@@ -25,6 +25,7 @@ mod label;
 mod parse;
 pub mod previous;
 mod schema;
+pub mod space_tiles;
 mod validate;
 mod value;
 

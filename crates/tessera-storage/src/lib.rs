@@ -5,7 +5,8 @@
 //! reads, writes, directory listing, removal and an atomic [`publish`](Storage::publish).
 //! Two backends implement it: [`LocalStorage`] (a directory on the local file system, the
 //! default) and [`MemoryStorage`] (a map in memory, for tests). Both pass the same
-//! conformance suite, [`testsuite`], which any further backend runs too.
+//! conformance suite, `testsuite` (behind the `testing` feature, for tests only), which any
+//! further backend runs too.
 //!
 //! Paths are `&str` keys with `/` separators, relative to the backend's root (see
 //! [`normalize_path`] for the exact rules). Reads return [`Bytes`], so the memory backend hands
@@ -42,6 +43,7 @@ mod error;
 mod local;
 mod memory;
 mod path;
+#[cfg(feature = "testing")]
 pub mod testsuite;
 mod writeback;
 

@@ -265,6 +265,104 @@ impl FramedTile<Bytes> {
     }
 }
 
+/// The chunks of a tile stored without filters as libtiledb lays them out: `count` chunks of
+/// `chunk_size` unfiltered bytes (the last one shorter), each a header whose unfiltered and
+/// filtered lengths are equal and whose metadata is empty, then its bytes. Knowing this from
+/// the first chunk header alone lets a reader fetch or scatter single chunks of a large
+/// unfiltered tile without reading the rest; every header it then reads is checked with
+/// [`Self::is_chunk_header`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlainChunks {
+    count: u64,
+    chunk_size: u64,
+    len: u64,
+}
+
+impl PlainChunks {
+    /// Bytes at the start of a tile that [`Self::probe`] looks at: the chunk count and the
+    /// first chunk header.
+    pub const PROBE_LEN: u64 = (NUM_CHUNKS_LEN + CHUNK_HEADER_LEN) as u64;
+
+    /// The plain layout of a framed tile of `framed_len` bytes that should hold `len` bytes
+    /// unfiltered, from its first [`Self::PROBE_LEN`] bytes `head`: the chunk size is the
+    /// first chunk's, the count must be the one that size gives for `len`, and the framed
+    /// length must be exactly that of such chunks. `None` for any other layout (or an empty
+    /// tile), which the caller then decodes the general way.
+    pub fn probe(head: &[u8], framed_len: u64, len: u64) -> Option<PlainChunks> {
+        if framed_len < Self::PROBE_LEN || len == 0 {
+            return None;
+        }
+        let count = u64::from_le_bytes(head.get(..NUM_CHUNKS_LEN)?.try_into().ok()?);
+        let size = head.get(NUM_CHUNKS_LEN..NUM_CHUNKS_LEN + 4)?;
+        let chunk_size = u64::from(u32::from_le_bytes(size.try_into().ok()?));
+        if chunk_size == 0 || count != len.div_ceil(chunk_size) {
+            return None;
+        }
+        // (A corrupt cell count can make `len`, and so `count`, overflow the sum.)
+        let framed = count
+            .checked_mul(CHUNK_HEADER_LEN as u64)
+            .and_then(|h| h.checked_add(len))
+            .and_then(|n| n.checked_add(NUM_CHUNKS_LEN as u64));
+        (framed == Some(framed_len)).then_some(PlainChunks { count, chunk_size, len })
+    }
+
+    /// The number of chunks.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The unfiltered bytes of every chunk but the last.
+    pub fn chunk_size(&self) -> u64 {
+        self.chunk_size
+    }
+
+    /// Where chunk `k`'s header starts, from the start of the tile (its bytes follow the
+    /// header).
+    pub fn chunk_offset(&self, k: u64) -> u64 {
+        NUM_CHUNKS_LEN as u64 + k * (CHUNK_HEADER_LEN as u64 + self.chunk_size)
+    }
+
+    /// The unfiltered (and stored) length of chunk `k < count`.
+    pub fn chunk_len(&self, k: u64) -> u64 {
+        self.chunk_size.min(self.len - k * self.chunk_size)
+    }
+
+    /// Whether `head` is the header chunk `k` must have: both lengths [`Self::chunk_len`],
+    /// no metadata.
+    pub fn is_chunk_header(&self, k: u64, head: &[u8]) -> bool {
+        let field = |j: usize| {
+            head.get(j..j + 4)
+                .and_then(|b| b.try_into().ok())
+                .map(|b| u64::from(u32::from_le_bytes(b)))
+        };
+        let len = self.chunk_len(k);
+        field(0) == Some(len) && field(4) == Some(len) && field(8) == Some(0)
+    }
+}
+
+/// The content of a tile stored without filters, when its framing lets it be handed out
+/// without copying: one chunk without metadata holding exactly `expected` bytes (a slice of
+/// `tile`), or no chunk at all when `expected` is 0. `None` for any other framing, to be
+/// decoded the general way. Meaningful only for tiles whose pipeline is empty.
+///
+/// # Errors
+/// As [`TileLayout::parse`].
+pub fn unfiltered_slice(tile: &Bytes, expected: u64) -> Result<Option<Bytes>> {
+    let framed = FramedTile::parse(tile.clone())?;
+    if framed.num_chunks() == 1
+        && framed.orig_len() == expected
+        && let Some(c) = framed.chunk(0)
+        && c.metadata.is_empty()
+        && c.data.len() as u64 == expected
+    {
+        return Ok(framed.data_bytes(0));
+    }
+    if framed.num_chunks() == 0 && expected == 0 {
+        return Ok(Some(Bytes::new()));
+    }
+    Ok(None)
+}
+
 /// One chunk to frame: its unfiltered length and the final pipeline stage's output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkParts<'a> {
@@ -439,5 +537,41 @@ mod tests {
                 let _ = TileLayout::parse(&t);
             }
         }
+    }
+
+    #[test]
+    fn plain_chunks_probe_and_headers() {
+        // 10 bytes in chunks of 4: 4, 4, 2.
+        let data: Vec<u8> = (0..10).collect();
+        let parts: Vec<ChunkParts<'_>> = data
+            .chunks(4)
+            .map(|c| ChunkParts { orig_len: c.len() as u64, metadata: &[], data: c })
+            .collect();
+        let tile = frame_tile(&parts).unwrap();
+        let p = PlainChunks::probe(&tile[..20], tile.len() as u64, 10).unwrap();
+        assert_eq!((p.count(), p.chunk_size()), (3, 4));
+        assert_eq!(p.chunk_len(2), 2);
+        for k in 0..3 {
+            let at = p.chunk_offset(k) as usize;
+            assert!(p.is_chunk_header(k, &tile[at..at + CHUNK_HEADER_LEN]));
+            let n = p.chunk_len(k) as usize;
+            let d = at + CHUNK_HEADER_LEN;
+            assert_eq!(&tile[d..d + n], &data[k as usize * 4..k as usize * 4 + n]);
+        }
+        assert!(!p.is_chunk_header(2, &tile[8..20]), "chunk 0's header is not chunk 2's");
+        assert_eq!(PlainChunks::probe(&tile[..20], tile.len() as u64 + 1, 10), None);
+        assert_eq!(PlainChunks::probe(&tile[..20], tile.len() as u64, 11), None);
+        assert_eq!(PlainChunks::probe(&tile[..20], tile.len() as u64, 0), None);
+    }
+
+    #[test]
+    fn unfiltered_slice_shares_one_plain_chunk() {
+        let parts = [ChunkParts { orig_len: 3, metadata: &[], data: b"abc" }];
+        let tile = Bytes::from(frame_tile(&parts).unwrap());
+        assert_eq!(unfiltered_slice(&tile, 3).unwrap().as_deref(), Some(&b"abc"[..]));
+        assert_eq!(unfiltered_slice(&tile, 4).unwrap(), None);
+        let empty = Bytes::from_static(&[0; 8]);
+        assert_eq!(unfiltered_slice(&empty, 0).unwrap(), Some(Bytes::new()));
+        assert!(unfiltered_slice(&Bytes::from_static(&[1]), 0).is_err());
     }
 }

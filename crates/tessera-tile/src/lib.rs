@@ -43,7 +43,9 @@ mod tile;
 
 pub use chunking::{Split, compute_chunk_size, use_tile_chunking};
 pub use error::{Error, Result};
-pub use framing::{ChunkInfo, FramedTile, STRING_PATH_OFFSETS_TILE, TileLayout};
+pub use framing::{
+    ChunkInfo, FramedTile, PlainChunks, STRING_PATH_OFFSETS_TILE, TileLayout, unfiltered_slice,
+};
 pub use generic::{
     GENERIC_TILE_BASE_SIZE, GENERIC_TILE_CELL_SIZE, GENERIC_TILE_DATATYPE, GenericTile,
     GenericTileHeader, GenericTiles, read_generic_tile, read_generic_tile_at,

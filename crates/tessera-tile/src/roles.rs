@@ -249,6 +249,29 @@ impl TileCodec {
         decode_tile_chunks_in_place(&self.codec, tile, wanted, out)
     }
 
+    /// Decodes only the chunks overlapping `wanted` (sorted byte ranges of the unfiltered
+    /// tile) into a zeroed buffer of the tile's `expected_len` bytes: the other bytes stay
+    /// zero. A tile announcing a length other than `expected_len` is decoded whole, to fail
+    /// as [`Self::decode_exact`] does, before anything of that length is allocated.
+    ///
+    /// # Errors
+    /// As [`Self::decode_exact`]; [`Error::Allocation`] when the buffer cannot be had.
+    pub fn decode_chunks_zeroed(
+        &self,
+        tile: &[u8],
+        expected_len: u64,
+        wanted: &[std::ops::Range<u64>],
+    ) -> Result<Vec<u8>> {
+        let framed = crate::framing::FramedTile::parse(tile)?;
+        if framed.orig_len() != expected_len {
+            return self.decode_exact(tile, expected_len);
+        }
+        let mut out = crate::tile::try_alloc(expected_len, "unfiltered tile")?;
+        out.resize(expected_len as usize, 0);
+        self.decode_chunks_in_place(tile, wanted, &mut out)?;
+        Ok(out)
+    }
+
     /// Decodes the chunks overlapping `wanted` (sorted byte ranges of the unfiltered tile) one
     /// at a time into `buf`, handing each to `f` with its first unfiltered byte. See
     /// [`decode_tile_chunks_with`].

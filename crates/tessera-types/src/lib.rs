@@ -20,8 +20,10 @@ mod constants;
 mod datatype;
 mod enums;
 mod error;
+mod int_value;
 mod key;
 pub mod names;
+pub mod nom_parse;
 mod primitive;
 mod read_layout;
 mod reader;
@@ -35,6 +37,7 @@ pub use enums::{
     WebpInputFormat,
 };
 pub use error::{Error, Result};
+pub use int_value::int_value;
 pub use key::{ENCRYPTION_KEY_LEN, EncryptionKey};
 pub use primitive::Primitive;
 pub use read_layout::ReadLayout;

@@ -13,6 +13,7 @@ mod encryption;
 mod fragments;
 mod groups;
 mod lifecycle;
+mod memory_budget;
 mod meta;
 mod pictures;
 mod points;

@@ -20,11 +20,11 @@ use tessera_fragment::VacuumFile;
 use tessera_storage::Storage;
 use tessera_types::FORMAT_VERSION;
 
-use crate::array::dirs;
 use crate::consolidate::commits::{latest_write_version, list_or_empty, name_over};
 use crate::consolidate::{Options, Report};
 use crate::metadata::ArrayMetadata;
 use crate::{Error, Result};
+use tessera_fragment::dirs;
 
 /// Merges the array's metadata files into one.
 ///

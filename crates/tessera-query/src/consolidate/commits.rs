@@ -38,9 +38,9 @@ use tessera_storage::{Entry, Storage};
 use tessera_types::FORMAT_VERSION;
 use tessera_types::names::{TimestampedName, now_ms};
 
-use crate::array::dirs;
 use crate::consolidate::{Options, Report};
 use crate::{Error, Result};
+use tessera_fragment::dirs;
 
 /// Suffix of legacy commit files at the root of arrays older than format version 12.
 const OK_SUFFIX: &str = ".ok";

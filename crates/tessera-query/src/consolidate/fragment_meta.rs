@@ -29,11 +29,11 @@ use tessera_fragment::{
 use tessera_storage::Storage;
 use tessera_types::FORMAT_VERSION;
 
-use crate::array::dirs;
 use crate::consolidate::commits::{list_or_empty, name_over};
 use crate::consolidate::{Options, Report};
-use crate::fragment::FRAGMENT_METADATA_FILE;
 use crate::{Array, Error, Result};
+use tessera_fragment::FRAGMENT_METADATA_FILE;
+use tessera_fragment::dirs;
 
 /// Consolidates the footers of the array's fragments into one `.meta` file.
 ///

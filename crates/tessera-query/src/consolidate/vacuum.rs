@@ -34,11 +34,11 @@ use tessera_storage::Storage;
 use tessera_types::FORMAT_VERSION;
 
 use crate::Result;
-use crate::array::dirs;
 use crate::consolidate::commits::{
     CommitsDir, latest_write_version, legacy_schema_version, name_of, name_over,
 };
 use crate::consolidate::{Mode, Report, array_meta, commits, fragment_meta};
+use tessera_fragment::dirs;
 
 /// Removes what consolidation in `mode` made obsolete.
 ///

@@ -35,7 +35,7 @@ use tessera_types::Layout;
 use crate::aggregate::{Cells, Partial, Plan};
 use crate::array::Array;
 use crate::condition::{ColumnView, QueryCondition};
-use crate::read::column::{FILL, OutField, Run, Source, copy_runs};
+use crate::read::column::{FILL, OutField, Run, Source, copy_runs, empty_result};
 use crate::read::order::{int_value, push_int};
 use crate::read::stats::FieldMeta;
 use crate::read::subarray::Subarray;
@@ -394,52 +394,126 @@ impl<'a> DenseReader<'a> {
             }
             runs.sort_unstable_by_key(|r| r.dst);
             let keep = self.next_tiles(p1, want);
-            self.stream(out, &pieces, &runs, &slots, &keep, p0, p1)?;
+            self.stream(out, &pieces, &runs, &slots, &keep, p0, p1, None)?;
             self.pos = p1;
             self.advance_cursor();
             return Ok(true);
         }
         let (pieces, mut runs, slots) = self.prepare(p0, p1)?;
-        if self.condition.is_some() {
-            // Cells failing the condition take the fill value.
-            let masks = self.slot_masks(&slots)?;
-            let mut split = Vec::with_capacity(runs.len());
-            for r in runs {
-                split_run(r, &masks, |r, pass| {
+        // Under a condition, cells failing it take the fill value: fixed-size fields copy
+        // whole runs through the tiles' masks; var-sized ones need the runs split where the
+        // mask changes (their values have different lengths).
+        let masks = self.slot_masks(&slots)?;
+        let has_var = self.fields.iter().any(OutField::is_var);
+        let mut split: Vec<Run> = Vec::new();
+        if self.condition.is_some() && has_var {
+            split.reserve(runs.len());
+            for r in &runs {
+                split_run(*r, &masks, |r, pass| {
                     split.push(if pass { r } else { Run { slot: FILL, ..r } });
                 });
             }
-            runs = split;
         }
         let slot_list = &slots.list;
         // Cut the batch at the budget, now that var sizes are known.
         let mut end = p1;
         if let Some(budget) = self.budget {
-            end = self.cut(p0, p1, &runs, slot_list, budget);
+            let sized = if split.is_empty() { &runs } else { &split };
+            end = self.cut(p0, p1, sized, slot_list, budget);
             if end < p1 {
-                runs.retain_mut(|r| {
-                    if r.dst >= end - p0 {
-                        return false;
-                    }
-                    r.len = r.len.min(end - p0 - r.dst);
-                    true
-                });
+                truncate_runs(&mut runs, end - p0);
+                truncate_runs(&mut split, end - p0);
             }
         }
         let cache = &self.cache;
+        let (runs, split, masks) = (&runs, &split, &masks);
         out.columns.par_iter_mut().zip(self.fields.par_iter()).enumerate().for_each(
             |(i, (col, field))| match field.source {
                 Source::Dim(d) => self.coord_column(None, col, field, d, &pieces, p0, end),
                 Source::Attr(_) => {
                     let tiles: Vec<Option<Arc<DecodedTile>>> =
                         slot_list.iter().map(|&(f, t)| cache.get(&(f, t, i)).cloned()).collect();
-                    copy_runs(field, col, &runs, &tiles);
+                    if masks.is_empty() {
+                        copy_runs(field, col, runs, &tiles);
+                    } else if field.is_var() {
+                        copy_runs(field, col, split, &tiles);
+                    } else {
+                        copy_runs_masked(field, col, runs, &tiles, masks);
+                    }
                 }
             },
         );
         self.pos = end;
         self.advance_cursor();
         Ok(true)
+    }
+
+    /// Reads every remaining cell of the read's only field (a fixed-size attribute) into
+    /// `buf`, which holds exactly their bytes, in the read's layout: the caller owns the
+    /// memory (a numpy array, say), so the result needs no allocation of its own. Without a
+    /// condition or budget, tiles are decoded straight into `buf`; otherwise each batch is
+    /// read as usual and copied in.
+    ///
+    /// # Errors
+    /// [`Error::InvalidQuery`] when the read is not one fixed-size attribute or `buf` has
+    /// the wrong length; as [`Self::next_batch`].
+    pub(crate) fn read_into(&mut self, buf: &mut [u8]) -> Result<()> {
+        let [field] = self.fields.as_slice() else {
+            return Err(Error::InvalidQuery("a read into a buffer reads exactly one field".into()));
+        };
+        let size = field.cell_size();
+        if !matches!(field.source, Source::Attr(_)) || size == 0 {
+            return Err(Error::InvalidQuery(format!(
+                "{:?}: a read into a buffer reads one fixed-size attribute",
+                field.name
+            )));
+        }
+        let left = self.total - self.pos;
+        let want = left.checked_mul(size as u64).filter(|&b| b == buf.len() as u64);
+        if want.is_none() {
+            return Err(Error::InvalidQuery(format!(
+                "{:?}: the buffer holds {} bytes, the read {left} cells of {size} bytes",
+                field.name,
+                buf.len()
+            )));
+        }
+        let mut rest = buf;
+        if self.can_stream() {
+            let mut out = empty_result(&self.fields);
+            while self.pos < self.total {
+                let want = self.presized_batch_cells();
+                let (p0, p1) = (self.pos, self.pos.saturating_add(want).min(self.total));
+                let pieces = self.pieces(p0, p1);
+                let mut slots = Slots::default();
+                let mut runs: Vec<Run> = Vec::new();
+                for piece in &pieces {
+                    self.carve(piece, p0, &mut slots, &mut runs)?;
+                }
+                runs.sort_unstable_by_key(|r| r.dst);
+                let keep = self.next_tiles(p1, want);
+                let (dst, tail) = std::mem::take(&mut rest).split_at_mut((p1 - p0) as usize * size);
+                rest = tail;
+                self.stream(&mut out, &pieces, &runs, &slots, &keep, p0, p1, Some(dst))?;
+                self.pos = p1;
+                self.advance_cursor();
+            }
+            return Ok(());
+        }
+        let mut out = empty_result(&self.fields);
+        while self.next_batch(&mut out)? {
+            let data = &mut out.columns[0].data;
+            if data.len() > rest.len() {
+                return Err(Error::InvalidQuery(format!(
+                    "{:?}: the read returned more cells than it holds",
+                    self.fields[0].name
+                )));
+            }
+            let (dst, tail) = std::mem::take(&mut rest).split_at_mut(data.len());
+            dst.copy_from_slice(data);
+            rest = tail;
+            data.clear();
+        }
+        Ok(())
     }
 
     /// Whether batches can be streamed ([`Self::stream`]): no condition, no budget, and every
@@ -482,6 +556,7 @@ impl<'a> DenseReader<'a> {
         keep: &HashSet<Vec<i128>>,
         p0: u64,
         end: u64,
+        mut into: Option<&mut [u8]>,
     ) -> Result<()> {
         /// Bytes of one copy at most (long runs are cut, so that work spreads).
         const PIECE_BYTES: usize = 256 << 10;
@@ -501,7 +576,10 @@ impl<'a> DenseReader<'a> {
             }
             let size = field.cell_size();
             let piece_cells = (PIECE_BYTES / size).max(1) as u64;
-            let mut rest = batch_slice(col, size, p0, n, self.presized);
+            let mut rest = match into.take() {
+                Some(buf) => buf,
+                None => batch_slice(col, size, p0, n, self.presized),
+            };
             for r in runs {
                 let mut src = r.src;
                 let mut left = r.len;
@@ -1503,6 +1581,163 @@ fn batch_slice(col: &mut Column, size: usize, p0: u64, n: usize, base: Option<u6
     &mut col.data[start..start + bytes]
 }
 
+/// Drops the parts of `runs` (sorted by position) at or after position `end` of the batch.
+fn truncate_runs(runs: &mut Vec<Run>, end: u64) {
+    runs.retain_mut(|r| {
+        if r.dst >= end {
+            return false;
+        }
+        r.len = r.len.min(end - r.dst);
+        true
+    });
+}
+
+/// Bytes of one piece of a masked copy (long runs are cut, so that work spreads).
+const MASKED_PIECE_BYTES: usize = 256 << 10;
+
+/// Appends to `col` (a column of the fixed-size `field`) the cells of `runs` (sorted by
+/// `dst`, covering the batch once), each cell taken from its tile where the tile's condition
+/// mask (`masks[slot]`) passes and the fill value (and fill validity) where it fails: whole
+/// runs are copied through the mask by a branch-free select per cell, instead of being split
+/// wherever the mask changes (random data would make runs of one or two cells).
+fn copy_runs_masked(
+    field: &OutField,
+    col: &mut Column,
+    runs: &[Run],
+    tiles: &[Option<Arc<DecodedTile>>],
+    masks: &[Arc<Vec<bool>>],
+) {
+    let tile = |slot: u32| -> Option<&DecodedTile> {
+        if slot == FILL { None } else { tiles.get(slot as usize).and_then(|t| t.as_deref()) }
+    };
+    let n: u64 = runs.iter().map(|r| r.len).sum();
+    let fill_valid = u8::from(field.fill_valid);
+    if let Some(validity) = &mut col.validity {
+        validity.reserve(n as usize);
+        for r in runs {
+            let (s, e) = (r.src as usize, (r.src + r.len) as usize);
+            match tile(r.slot) {
+                Some(t) => {
+                    let mask = &masks[r.slot as usize][s..e];
+                    match &t.validity {
+                        Some(v) => validity.extend(
+                            v[s..e].iter().zip(mask).map(|(&v, &m)| if m { v } else { fill_valid }),
+                        ),
+                        None => {
+                            validity.extend(mask.iter().map(|&m| if m { 1 } else { fill_valid }))
+                        }
+                    }
+                }
+                None => validity.resize(validity.len() + r.len as usize, fill_valid),
+            }
+        }
+    }
+    let size = field.cell_size();
+    if size == 0 {
+        return;
+    }
+    let fill = field.fill_cell();
+    let start = col.data.len();
+    let bytes = n as usize * size;
+    if start == 0 {
+        col.data = vec![0; bytes];
+    } else {
+        col.data.resize(start + bytes, 0);
+    }
+    let piece_cells = (MASKED_PIECE_BYTES / size).max(1) as u64;
+    let mut pieces: Vec<(u32, u64, &mut [u8])> = Vec::with_capacity(runs.len());
+    let mut rest = &mut col.data[start..];
+    for r in runs {
+        let mut src = r.src;
+        let mut left = r.len;
+        while left > 0 {
+            let len = left.min(piece_cells);
+            let (dst, tail) = rest.split_at_mut(len as usize * size);
+            pieces.push((r.slot, src, dst));
+            rest = tail;
+            src += len;
+            left -= len;
+        }
+    }
+    let work = |(slot, src, dst): (u32, u64, &mut [u8])| match tile(slot) {
+        Some(t) => {
+            let cells = dst.len() / size;
+            let mask = &masks[slot as usize][src as usize..src as usize + cells];
+            select_cells(dst, &t.data[t.cells_range(src as usize, cells)], mask, &fill);
+        }
+        None => {
+            for c in dst.chunks_exact_mut(size) {
+                c.copy_from_slice(&fill);
+            }
+        }
+    };
+    if bytes >= MASKED_PIECE_BYTES {
+        pieces.into_par_iter().for_each(work);
+    } else {
+        pieces.into_iter().for_each(work);
+    }
+}
+
+/// `dst` cell `i` = `src` cell `i` where `mask[i]`, else `fill` (cells of `fill.len()` bytes).
+/// One-, two-, four- and eight-byte cells are selected as unsigned integers with bit masks
+/// (vector code, no branch per cell) when both slices are aligned for the type.
+fn select_cells(dst: &mut [u8], src: &[u8], mask: &[bool], fill: &[u8]) {
+    debug_assert_eq!(dst.len(), src.len());
+    debug_assert_eq!(dst.len(), mask.len() * fill.len());
+    let done = match fill.len() {
+        1 => select_as::<u8>(dst, src, mask, fill),
+        2 => select_as::<u16>(dst, src, mask, fill),
+        4 => select_as::<u32>(dst, src, mask, fill),
+        8 => select_as::<u64>(dst, src, mask, fill),
+        _ => false,
+    };
+    if !done {
+        let size = fill.len();
+        for ((d, s), &m) in dst.chunks_exact_mut(size).zip(src.chunks_exact(size)).zip(mask) {
+            d.copy_from_slice(if m { s } else { fill });
+        }
+    }
+}
+
+/// An unsigned integer a cell of its width is selected as.
+trait Lane: bytemuck::Pod + std::ops::BitAnd<Output = Self> + std::ops::BitOr<Output = Self> {
+    /// All ones when `m`, else zero.
+    fn spread(m: bool) -> Self;
+    /// The bitwise complement.
+    fn not(self) -> Self;
+}
+
+macro_rules! lane_impl {
+    ($($t:ty),*) => {$(
+        impl Lane for $t {
+            #[inline(always)]
+            fn spread(m: bool) -> Self {
+                <$t>::from(m).wrapping_neg()
+            }
+            #[inline(always)]
+            fn not(self) -> Self {
+                !self
+            }
+        }
+    )*};
+}
+lane_impl!(u8, u16, u32, u64);
+
+/// [`select_cells`] on cells read as `T`; `false` when a slice is not aligned for `T`.
+fn select_as<T: Lane>(dst: &mut [u8], src: &[u8], mask: &[bool], fill: &[u8]) -> bool {
+    let (Ok(d), Ok(s)) =
+        (bytemuck::try_cast_slice_mut::<u8, T>(dst), bytemuck::try_cast_slice::<u8, T>(src))
+    else {
+        return false;
+    };
+    let f: T = bytemuck::pod_read_unaligned(fill);
+    for ((d, &s), &m) in d.iter_mut().zip(s).zip(mask) {
+        let keep = T::spread(m);
+        *d = (s & keep) | (f & keep.not());
+    }
+    true
+}
+
 /// Calls `f(run, passes)` for the parts of `r` where the condition bitmap of its tile
 /// (`masks[r.slot]`) is constant; runs of the fill value pass whole.
 fn split_run(r: Run, masks: &[Arc<Vec<bool>>], mut f: impl FnMut(Run, bool)) {
@@ -1744,6 +1979,27 @@ fn emit_runs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The masked copy equals a cell-by-cell choice for every cell size, aligned or not.
+    #[test]
+    fn select_cells_equals_cell_by_cell() {
+        for size in [1usize, 2, 3, 4, 8, 16] {
+            for offset in [0usize, 1] {
+                let n = 1000;
+                let src: Vec<u8> = (0..n * size + offset).map(|i| (i * 7 + 3) as u8).collect();
+                let src = &src[offset..];
+                let mask: Vec<bool> = (0..n).map(|i| (i * 13) % 5 < 2).collect();
+                let fill: Vec<u8> = (0..size).map(|i| 0xA0 + i as u8).collect();
+                let mut buf = vec![0u8; n * size + offset];
+                let dst = &mut buf[offset..];
+                select_cells(dst, src, &mask, &fill);
+                for (i, &m) in mask.iter().enumerate() {
+                    let want = if m { &src[i * size..(i + 1) * size] } else { &fill[..] };
+                    assert_eq!(&dst[i * size..(i + 1) * size], want, "size {size} cell {i}");
+                }
+            }
+        }
+    }
 
     fn cells_of(boxes: &[Vec<(u64, u64)>], lens: &[u64], col: bool) -> Vec<u64> {
         let s = strides(lens, col);

@@ -65,7 +65,7 @@ use tessera_types::{Layout, Primitive};
 use crate::aggregate::{Aggregate, AggregateValue, Plan};
 use crate::array::Array;
 use crate::condition::{DeleteCondition, QueryCondition};
-use crate::result::ReadResult;
+use crate::result::{CellValue, ReadResult};
 use crate::{Error, Result};
 pub(crate) use column::Source;
 use column::{OutField, empty_result};
@@ -392,6 +392,87 @@ impl<'a> ReadQuery<'a> {
             Inner::Sparse(r) => while r.next_batch(&mut result)? {},
         }
         Ok(result)
+    }
+
+    /// Reads the attribute `attr` of a dense array into `out`, the caller's memory, which
+    /// must hold exactly the bytes of every cell of the subarray (cells times the attribute's
+    /// cell size), in row-major (the default) or col-major order. Equals the attribute's
+    /// column of [`Self::execute`] (fill values, conditions and multi-range subarrays as
+    /// there) without allocating a result: a numpy or Arrow buffer can be filled directly.
+    /// The attributes, dimensions and memory budget set on the read are ignored. Returns the
+    /// number of cells.
+    ///
+    /// # Errors
+    /// [`Error::InvalidQuery`] on a sparse array, a point read, a global-order or unordered
+    /// layout, a var-sized or nullable attribute (its offsets or validity would have nowhere
+    /// to go), or an `out` of the wrong length; [`Error::UnknownField`] for an unknown
+    /// attribute; as [`Self::execute`] otherwise.
+    pub fn read_into(self, attr: &str, out: &mut [u8]) -> Result<u64> {
+        let schema = self.array.schema();
+        let what =
+            |why: String| Error::InvalidQuery(format!("read of {attr:?} into a buffer: {why}"));
+        if !schema.is_dense() {
+            return Err(what("the array is sparse (its cells have no fixed place)".into()));
+        }
+        if self.points.is_some() {
+            return Err(what("point reads are not supported".into()));
+        }
+        let layout = match self.layout {
+            None | Some(Layout::RowMajor) => Layout::RowMajor,
+            Some(Layout::ColMajor) => Layout::ColMajor,
+            Some(l) => return Err(what(format!("layout {l:?}: only row- or col-major"))),
+        };
+        let Some(a) = schema.attributes.iter().position(|x| x.name == attr) else {
+            return Err(Error::UnknownField(attr.to_owned()));
+        };
+        let field = OutField::attr(schema, a);
+        let field_size = field.cell_size().max(1);
+        if field.is_var() {
+            return Err(what("its cells are var-sized".into()));
+        }
+        if field.nullable {
+            return Err(what("it is nullable (its validity would be lost)".into()));
+        }
+        let condition = self.parsed_condition()?;
+        let Some(subarray) = Subarray::build(schema, self.array.fragments(), &self.ranges)? else {
+            if out.is_empty() {
+                return Ok(0);
+            }
+            return Err(what(format!("the read has no cells, the buffer {} bytes", out.len())));
+        };
+        let mut reader =
+            DenseReader::new(self.array, &subarray, vec![field], layout, None, condition)?;
+        let cells = out.len() / field_size;
+        let result = reader.read_into(out);
+        pool::release();
+        result.map(|()| cells as u64)
+    }
+
+    /// [`Self::read_into`] into a slice of values of the attribute's type (`cell_val_num`
+    /// values per cell): `T` must be the attribute's type ([`CellValue`]'s rules:
+    /// datetimes and times as `i64`).
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the attribute's values do not read as `T`; as
+    /// [`Self::read_into`].
+    pub fn read_into_values<T: CellValue + bytemuck::Pod>(
+        self,
+        attr: &str,
+        out: &mut [T],
+    ) -> Result<u64> {
+        let schema = self.array.schema();
+        let Some(a) = schema.attributes.iter().find(|x| x.name == attr) else {
+            return Err(Error::UnknownField(attr.to_owned()));
+        };
+        if !crate::result::reads_as(a.datatype, T::DATATYPE) {
+            return Err(Error::TypeMismatch {
+                column: attr.to_owned(),
+                datatype: a.datatype,
+                asked: std::any::type_name::<T>().to_owned(),
+                reason: format!("its values are {:?}", a.datatype),
+            });
+        }
+        self.read_into(attr, bytemuck::cast_slice_mut(out))
     }
 
     /// Runs the read in batches: each holds at most about the memory budget (at least one

@@ -112,22 +112,7 @@ fn eight(b: &[u8]) -> [u8; 8] {
     a
 }
 
-/// The value of an integer (or datetime/time) coordinate as `i128`, `None` for floats and
-/// strings.
-pub(crate) fn int_value(dt: Datatype, b: &[u8]) -> Option<i128> {
-    Some(match dt {
-        Datatype::Int8 | Datatype::Char => i128::from(b[0] as i8),
-        Datatype::UInt8 | Datatype::Bool => i128::from(b[0]),
-        Datatype::Int16 => i128::from(i16::from_le_bytes([b[0], b[1]])),
-        Datatype::UInt16 => i128::from(u16::from_le_bytes([b[0], b[1]])),
-        Datatype::Int32 => i128::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        Datatype::UInt32 => i128::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        Datatype::UInt64 => i128::from(u64::from_le_bytes(eight(b))),
-        Datatype::Int64 => i128::from(i64::from_le_bytes(eight(b))),
-        d if d.is_datetime() || d.is_time() => i128::from(i64::from_le_bytes(eight(b))),
-        _ => return None,
-    })
-}
+pub(crate) use tessera_types::int_value;
 
 /// Appends the little-endian bytes of integer `v` as a value of `dt` (wrapping to its width).
 pub(crate) fn push_int(dt: Datatype, v: i128, out: &mut Vec<u8>) {

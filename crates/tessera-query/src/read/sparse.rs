@@ -359,6 +359,9 @@ pub(crate) struct SparseReader<'a> {
     parts: Option<partition::Partitions>,
     /// A cell taken for a batch that was full.
     pending: Option<CellRef>,
+    /// Concatenation under a budget: the tile a full batch stopped in, and the first of its
+    /// selected cells the next batch starts from.
+    concat_part: Option<(Arc<LoadedTile>, usize)>,
     /// The decoded tile bytes held.
     meter: Arc<TileMeter>,
 }
@@ -682,6 +685,7 @@ impl<'a> SparseReader<'a> {
             sorted: None,
             parts: None,
             pending: None,
+            concat_part: None,
             meter: TileMeter::new(),
         })
     }
@@ -700,8 +704,14 @@ impl<'a> SparseReader<'a> {
     fn load_windows(&mut self, which: &[usize]) -> Result<()> {
         // An unbounded concatenation still loads a window at a time: each is copied into the
         // result and dropped before the next, so the decoded tiles never all live at once.
+        // Under a budget, the batch being built takes three eighths of it (`batch_share`) and
+        // the tiles being loaded a quarter: a window's decoded tiles an eighth,
+        // the bytes they are decoded from at most as much. A concatenation loads one fragment
+        // at a time; a merge holds a window of every fragment, and a batch's cells keep the
+        // window before alive.
         let per_frag = match self.budget {
-            Some(b) => (b / self.frags.len().max(1) as u64).max(1),
+            Some(b) if self.mode == Mode::Concat => (b / 8).max(1),
+            Some(b) => (b / 8 / self.frags.len().max(1) as u64).max(1),
             None if self.mode == Mode::Concat => CONCAT_WINDOW,
             None => u64::MAX,
         };
@@ -1439,12 +1449,15 @@ impl<'a> SparseReader<'a> {
     /// # Errors
     /// Storage errors and tiles that do not decode.
     pub(crate) fn next_batch(&mut self, out: &mut ReadResult) -> Result<bool> {
-        if self.mode == Mode::Concat && self.budget.is_none() && self.pending.is_none() {
+        if self.mode == Mode::Concat && self.pending.is_none() {
             if !self.started {
                 self.start()?;
             }
             if self.queue.is_empty() {
-                return self.concat_batch(out);
+                return match self.budget {
+                    None => self.concat_batch(out),
+                    Some(b) => self.concat_budget_batch(out, batch_share(b)),
+                };
             }
         }
         let mut cells: Vec<CellRef> = Vec::new();
@@ -1457,8 +1470,10 @@ impl<'a> SparseReader<'a> {
             }
             let Some(c) = self.next_cell()? else { break };
             if let Some(budget) = self.budget {
-                let b = self.cell_bytes(&c.0, c.1);
-                if !cells.is_empty() && used + b > budget {
+                // The batch's half of the budget, with the reference each cell takes until
+                // the batch is built.
+                let b = self.cell_bytes(&c.0, c.1) + size_of::<CellRef>() as u64;
+                if !cells.is_empty() && used + b > batch_share(budget) {
                     self.pending = Some(c);
                     break;
                 }
@@ -1528,17 +1543,119 @@ impl<'a> SparseReader<'a> {
             }
             if n > 0 {
                 any = true;
-                out.columns
-                    .par_iter_mut()
-                    .zip(self.out.par_iter().zip(self.out_slots.par_iter()))
-                    .with_min_len(columns_per_task(n, self.out.len()))
-                    .for_each(|(col, (f, &s))| {
-                        let field_tiles: Vec<Option<Arc<DecodedTile>>> =
-                            tiles.iter().map(|t| t.fields[s].clone()).collect();
-                        copy_runs(f, col, &runs, &field_tiles);
-                    });
+                self.append_runs(out, &tiles, &runs, n);
             }
         }
+    }
+
+    /// Appends the `n` cells of `runs` (over `tiles`) to every column of `out`, the columns
+    /// in parallel.
+    fn append_runs(&self, out: &mut ReadResult, tiles: &[Arc<LoadedTile>], runs: &[Run], n: u64) {
+        out.columns
+            .par_iter_mut()
+            .zip(self.out.par_iter().zip(self.out_slots.par_iter()))
+            .with_min_len(columns_per_task(n, self.out.len()))
+            .for_each(|(col, (f, &s))| {
+                let field_tiles: Vec<Option<Arc<DecodedTile>>> =
+                    tiles.iter().map(|t| t.fields[s].clone()).collect();
+                copy_runs(f, col, runs, &field_tiles);
+            });
+    }
+
+    /// Concatenation under a budget: appends to `out` the next cells, in runs of consecutive
+    /// cells of each tile, until their result bytes would pass `budget` (at least one cell);
+    /// a tile the batch ends in is kept for the next batch. `false` when every cell was
+    /// returned.
+    fn concat_budget_batch(&mut self, out: &mut ReadResult, budget: u64) -> Result<bool> {
+        let fixed: u64 = self.out.iter().map(OutField::fixed_bytes_per_cell).sum();
+        let any_var = self.out.iter().any(OutField::is_var);
+        let mut used = 0u64;
+        let mut total = 0u64;
+        // Room for the batch's fixed-size values, so that no column grows by copying (pages
+        // reserved but never written are not memory the process holds).
+        if let Some(cells) = budget.checked_div(fixed) {
+            let cells = usize::try_from(cells + 1).unwrap_or(usize::MAX);
+            for (col, f) in out.columns.iter_mut().zip(&self.out) {
+                if !f.is_var() {
+                    let _ = col.data.try_reserve(cells.saturating_mul(f.cell_size()));
+                }
+                if let Some(v) = &mut col.validity {
+                    let _ = v.try_reserve(cells);
+                }
+            }
+        }
+        // Segments: the cells of the tiles loaded so far are copied before another window is
+        // loaded, so that the batch never holds two windows.
+        let mut full = false;
+        while !full {
+            let mut tiles: Vec<Arc<LoadedTile>> = Vec::new();
+            let mut runs: Vec<Run> = Vec::new();
+            let mut n = 0u64;
+            loop {
+                let (t, mut i) = match self.concat_part.take() {
+                    Some(part) => part,
+                    None => {
+                        let f = self.concat_frag;
+                        if f >= self.frags.len() {
+                            full = true;
+                            break;
+                        }
+                        if self.cursors[f].tiles.is_empty() && !tiles.is_empty() {
+                            // Copy this window's cells before loading the next.
+                            break;
+                        }
+                        self.ensure(f)?;
+                        let Some(t) = self.cursors[f].tiles.pop_front() else {
+                            self.concat_frag += 1;
+                            continue;
+                        };
+                        (t, 0)
+                    }
+                };
+                let slot = tiles.len() as u32;
+                let sel = &t.sel;
+                while i < sel.len() {
+                    if !self.keep_after_dedup(&t, i) {
+                        i += 1;
+                        continue;
+                    }
+                    let first = sel[i];
+                    let mut len = 0usize;
+                    while i + len < sel.len()
+                        && u64::from(sel[i + len]) == u64::from(first) + len as u64
+                        && self.keep_after_dedup(&t, i + len)
+                    {
+                        let b = if any_var { self.cell_bytes(&t, i + len) } else { fixed };
+                        if total + n + (len as u64) > 0 && used + b > budget {
+                            break;
+                        }
+                        used += b;
+                        len += 1;
+                    }
+                    if len > 0 {
+                        runs.push(Run { slot, src: u64::from(first), dst: n, len: len as u64 });
+                        n += len as u64;
+                        i += len;
+                    }
+                    // A run cut short by the budget (or a first cell that does not fit).
+                    if i < sel.len() && (len == 0 || used >= budget) {
+                        self.concat_part = Some((t.clone(), i));
+                        full = true;
+                        break;
+                    }
+                }
+                tiles.push(t);
+                if full || used >= budget {
+                    full = true;
+                    break;
+                }
+            }
+            if n > 0 {
+                self.append_runs(out, &tiles, &runs, n);
+                total += n;
+            }
+        }
+        Ok(total > 0)
     }
 
     /// Reserves room in `out` for every cell of the tiles a concatenation has still to read
@@ -1832,6 +1949,13 @@ fn overlaps_none(
 
 /// Byte ranges of a tile's cells (of one field).
 type CellBytes = Vec<std::ops::Range<u64>>;
+
+/// The part of a memory budget the batch being built may take: three eighths. The tiles
+/// being loaded take at most a quarter (decoded, and the bytes they are decoded from), and
+/// the rest is the allocator's slack (memory freed by one thread and not yet reused).
+fn batch_share(budget: u64) -> u64 {
+    (budget / 8 * 3).max(1)
+}
 
 /// Fragments set up by one task of the pool (a few are set up faster on the calling thread).
 const FRAGMENTS_PER_TASK: usize = 16;

@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use tessera_fragment::stats::dense_tile_slabs;
 use tessera_schema::ArraySchema;
+use tessera_schema::space_tiles::SpaceTiles;
 use tessera_types::Layout;
 
 use crate::write::input::FieldCells;
@@ -20,19 +21,19 @@ pub(crate) struct Run {
     pub(crate) len: usize,
 }
 
-/// The tiling of a dense write: the subarray, the space tiles it intersects and the orders.
+/// The tiling of a dense write: the space tiles of its subarray ([`SpaceTiles`], whose fields
+/// and tile arithmetic it derefs to) and how input cells are copied into them.
 #[derive(Debug, Clone)]
 pub(crate) struct DenseTiling {
-    /// The written subarray, per dimension `[lo, hi]`.
-    pub(crate) sub: Vec<[i128; 2]>,
-    dom_lo: Vec<i128>,
-    extent: Vec<i128>,
-    /// First and last space-tile index per dimension.
-    tile_idx: Vec<[i128; 2]>,
-    tile_order: Layout,
-    cell_order: Layout,
-    /// Cells per space tile.
-    pub(crate) cells_per_tile: usize,
+    space: SpaceTiles,
+}
+
+impl std::ops::Deref for DenseTiling {
+    type Target = SpaceTiles;
+
+    fn deref(&self) -> &SpaceTiles {
+        &self.space
+    }
 }
 
 impl DenseTiling {
@@ -41,82 +42,11 @@ impl DenseTiling {
     /// # Errors
     /// [`Error::InvalidWrite`] for a dimension without an integer domain and extent.
     pub(crate) fn new(schema: &ArraySchema, sub: Vec<[i128; 2]>) -> Result<Self> {
-        let mut dom_lo = Vec::new();
-        let mut extent = Vec::new();
-        let mut tile_idx = Vec::new();
-        let mut cells: i128 = 1;
-        for (d, dim) in schema.dimensions.iter().enumerate() {
-            let int = |b: &[u8]| crate::read::order::int_value(dim.datatype, b);
-            let (Some([lo, _]), Some(e)) = (&dim.domain, &dim.tile_extent) else {
-                return Err(Error::InvalidWrite(format!(
-                    "dimension {:?} has no domain or tile extent",
-                    dim.name
-                )));
-            };
-            let (Some(lo), Some(e)) = (int(lo), int(e)) else {
-                return Err(Error::InvalidWrite(format!(
-                    "dimension {:?}: dense writes need integer dimensions",
-                    dim.name
-                )));
-            };
-            if e <= 0 {
-                return Err(Error::InvalidWrite(format!("dimension {:?}: extent {e}", dim.name)));
-            }
-            dom_lo.push(lo);
-            extent.push(e);
-            tile_idx.push([(sub[d][0] - lo) / e, (sub[d][1] - lo) / e]);
-            cells = cells
-                .checked_mul(e)
-                .ok_or_else(|| Error::InvalidWrite("the space tiles hold too many cells".into()))?;
+        match SpaceTiles::new(schema, sub) {
+            Ok(space) => Ok(DenseTiling { space }),
+            Err(tessera_types::Error::Invalid { reason, .. }) => Err(Error::InvalidWrite(reason)),
+            Err(e) => Err(Error::InvalidWrite(e.to_string())),
         }
-        let cells_per_tile =
-            usize::try_from(cells)
-                .ok()
-                .filter(|&c| c <= u32::MAX as usize * 16)
-                .ok_or_else(|| Error::InvalidWrite(format!("{cells} cells per space tile")))?;
-        Ok(DenseTiling {
-            sub,
-            dom_lo,
-            extent,
-            tile_idx,
-            tile_order: schema.tile_order,
-            cell_order: schema.cell_order,
-            cells_per_tile,
-        })
-    }
-
-    /// Number of cells of the subarray.
-    pub(crate) fn sub_cells(&self) -> u128 {
-        self.sub.iter().fold(1u128, |n, r| n.saturating_mul((r[1] - r[0] + 1) as u128))
-    }
-
-    /// Number of space tiles the subarray intersects (checked not to overflow by
-    /// [`Self::new`]).
-    pub(crate) fn tile_num(&self) -> u64 {
-        self.tile_idx.iter().fold(1u64, |n, t| n.saturating_mul((t[1] - t[0] + 1) as u64))
-    }
-
-    /// The range of tile `k` (in tile order) per dimension.
-    pub(crate) fn tile(&self, k: u64) -> Vec<[i128; 2]> {
-        let n = self.sub.len();
-        let counts: Vec<i128> = self.tile_idx.iter().map(|t| t[1] - t[0] + 1).collect();
-        let mut rest = i128::from(k);
-        let mut idx = vec![0i128; n];
-        let dims: Vec<usize> = if self.tile_order == Layout::ColMajor {
-            (0..n).collect()
-        } else {
-            (0..n).rev().collect()
-        };
-        for d in dims {
-            idx[d] = rest % counts[d];
-            rest /= counts[d];
-        }
-        (0..n)
-            .map(|d| {
-                let lo = self.dom_lo[d] + (self.tile_idx[d][0] + idx[d]) * self.extent[d];
-                [lo, lo + self.extent[d] - 1]
-            })
-            .collect()
     }
 
     /// Whether the subarray starts and ends on space-tile bounds (what a global-order write

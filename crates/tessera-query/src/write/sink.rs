@@ -19,9 +19,9 @@ use tessera_storage::{ObjectWriter, Storage};
 use tessera_tile::{TileCodec, VarTileCodec};
 use tessera_types::{CELL_VAL_NUM_VAR, FORMAT_VERSION};
 
-use crate::array::dirs;
-use crate::fragment::FRAGMENT_METADATA_FILE;
 use crate::{Error, Result};
+use tessera_fragment::FRAGMENT_METADATA_FILE;
+use tessera_fragment::dirs;
 
 /// The unfiltered cells of one field in one tile.
 #[derive(Debug, Clone, Default)]

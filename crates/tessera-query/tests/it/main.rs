@@ -26,6 +26,7 @@ mod read_conditions;
 mod read_dimension_aggregates;
 mod read_evolution;
 mod read_fixtures;
+mod read_into;
 mod read_partial_tiles;
 mod read_points;
 mod read_queries;

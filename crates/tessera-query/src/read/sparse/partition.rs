@@ -19,8 +19,10 @@
 //!
 //! Memory: a window holds up to a quarter of the partition's cap (at least one tile), so
 //! the decoded tile bytes held stay below about 1.5 times the cap: up to the cap of
-//! compacted cells, a window, and the cells just copied out of it. The cap is two thirds of
-//! the budget, so that this is the budget; but at least [`MIN_TILES`] times the largest
+//! compacted cells, a window, and the cells just copied out of it. Sorting adds a reference
+//! and comparison keys per cell (about as much again as the cells of two int64 dimensions
+//! and an attribute), and the batch being returned takes three eighths of the budget. So the cap is a
+//! quarter of the budget; but at least [`MIN_TILES`] times the largest
 //! tile's decoded bytes (a tile is decoded whole to read any of its cells, and smaller
 //! partitions would read the same tiles over and over). A tile meeting several partitions
 //! is read once for each (as in libtiledb, which also splits such reads).
@@ -115,7 +117,7 @@ impl Partitions {
         tiles.sort_by(|a, b| a.lo.cmp(&b.lo));
         let largest = tiles.iter().map(|t| t.bytes).max().unwrap_or(0);
         let budget = r.budget.unwrap_or(u64::MAX);
-        let cap = (budget / 3).saturating_mul(2).max(MIN_TILES.saturating_mul(largest)).max(1);
+        let cap = (budget / 4).max(MIN_TILES.saturating_mul(largest)).max(1);
         let window = (cap / 4).max(largest).max(1);
         Ok(Partitions { tiles, start: None, done: false, cap, window })
     }

@@ -52,6 +52,17 @@
 //! `verify` reads a snapshot: run it on an array nothing is writing to, consolidating or
 //! vacuuming (a concurrent write shows as an uncommitted folder; a concurrent vacuum may
 //! show as missing files).
+//!
+//! It needs only the format layers and storage (`tessera_query::verify` re-exports it with the
+//! engine's error type):
+//!
+//! ```
+//! use tessera_storage::MemoryStorage;
+//! use tessera_verify::{Error, Options, verify};
+//!
+//! let err = verify(&MemoryStorage::new(), &Options::default()).unwrap_err();
+//! assert!(matches!(err, Error::NotAnArray(_)));
+//! ```
 
 mod fragment;
 
@@ -67,8 +78,25 @@ use tessera_schema::{ArraySchema, Enumeration};
 use tessera_storage::{Entry, Storage};
 use tessera_types::names::TimestampedName;
 
-use crate::array::dirs;
-use crate::{Error, Result};
+use tessera_fragment::dirs;
+
+/// Why an array could not be verified at all (problems in its files are a [`Report`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Listing the array's folders failed.
+    #[error(transparent)]
+    Storage(#[from] tessera_storage::Error),
+    /// The location holds no TileDB array.
+    #[error("not a TileDB array: {0}")]
+    NotAnArray(String),
+    /// An array Tessera cannot verify (older than format version 10).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+/// Shorthand for results whose error is [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// How serious a [`Problem`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -281,7 +309,7 @@ fn list_or_empty(storage: &dyn Storage, dir: &str) -> Result<Vec<Entry>> {
 
 /// An error with its sources: `outer: inner: innermost` (each source's text once, when an
 /// outer error repeats it).
-pub(super) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -732,7 +760,7 @@ impl Verifier<'_> {
             }
             match tessera_tile::read_generic_tile_with_key(&bytes, self.storage.encryption_key()) {
                 Ok(payload) => {
-                    if let Err(err) = crate::metadata::parse_payload(&payload) {
+                    if let Err(err) = tessera_fragment::array_metadata::parse_payload(&payload) {
                         self.push(Problem::error(
                             path,
                             None,

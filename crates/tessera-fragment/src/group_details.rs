@@ -22,10 +22,13 @@
 
 use tessera_types::ByteReader;
 
-use crate::object::ObjectType;
-
 /// The structure name errors carry.
 const STRUCTURE: &str = "group details";
+
+/// The empty marker file every group has (and, alone, groups older than TileDB 2.15).
+pub const GROUP_FILE: &str = "__tiledb_group.tdb";
+/// The folder of the group details files.
+pub const DETAILS_DIR: &str = "__group";
 
 /// The details and member format version libtiledb 2.30 writes.
 pub const DETAILS_VERSION: u32 = 2;
@@ -36,6 +39,56 @@ const MIN_MEMBER_LEN: usize = 4 + 1 + 1 + 8 + 1;
 
 /// The codec errors of this module: structure, field and byte offset in the payload.
 type CodecResult<T> = tessera_types::Result<T>;
+
+/// What a location holds, with libtiledb's ids (`tiledb_object_t`): the type stored for each
+/// group member and what the engine's object probe finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjectType {
+    /// No TileDB object (id 0). libtiledb stores this type for a member added without a type
+    /// whose location held nothing at the time.
+    Invalid,
+    /// A group (id 1).
+    Group,
+    /// An array (id 2).
+    Array,
+}
+
+impl ObjectType {
+    /// The id libtiledb stores (`tiledb_object_t`).
+    pub fn id(self) -> u8 {
+        match self {
+            ObjectType::Invalid => 0,
+            ObjectType::Group => 1,
+            ObjectType::Array => 2,
+        }
+    }
+
+    /// The type of a stored id; `None` for ids libtiledb 2.30 does not define (3 was the
+    /// removed key-value store).
+    pub fn from_id(id: u8) -> Option<ObjectType> {
+        match id {
+            0 => Some(ObjectType::Invalid),
+            1 => Some(ObjectType::Group),
+            2 => Some(ObjectType::Array),
+            _ => None,
+        }
+    }
+
+    /// The lowercase name `tessera ls --json` prints: `"invalid"`, `"group"`, `"array"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectType::Invalid => "invalid",
+            ObjectType::Group => "group",
+            ObjectType::Array => "array",
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// One member entry of a details file: a member of the group, or (with `deleted`) the removal
 /// of the member with the same key.
@@ -291,5 +344,14 @@ mod tests {
         let mut bad = bytes;
         bad[26] = 0xff;
         assert!(err(&bad).contains("invalid uri at offset 26: not UTF-8"), "{}", err(&bad));
+    }
+
+    #[test]
+    fn ids() {
+        for t in [ObjectType::Invalid, ObjectType::Group, ObjectType::Array] {
+            assert_eq!(ObjectType::from_id(t.id()), Some(t));
+        }
+        assert_eq!(ObjectType::from_id(3), None);
+        assert_eq!(ObjectType::Group.to_string(), "group");
     }
 }

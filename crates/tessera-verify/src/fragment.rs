@@ -12,13 +12,14 @@ use tessera_fragment::{
 };
 use tessera_rtree::{DimCoords, DimType, Mbr};
 use tessera_schema::ArraySchema;
+use tessera_schema::space_tiles::SpaceTiles;
 use tessera_storage::{Entry, Storage};
 use tessera_tile::{TileCodec, VarTileCodec};
 use tessera_types::{CELL_VAL_NUM_VAR, Datatype, FilterType, Layout};
 
 use super::{Problem, Schemas, chain};
-use crate::FRAGMENT_METADATA_FILE;
-use crate::array::dirs;
+use tessera_fragment::FRAGMENT_METADATA_FILE;
+use tessera_fragment::dirs;
 
 /// What verifying one fragment found.
 pub(super) struct Outcome {
@@ -461,8 +462,8 @@ fn dense_box(schema: &ArraySchema, footer: &Footer) -> Option<Vec<[i128; 2]>> {
         .iter()
         .zip(&ned.0)
         .map(|(d, r)| {
-            let lo = crate::read::order::int_value(d.datatype, &r.low)?;
-            let hi = crate::read::order::int_value(d.datatype, &r.high)?;
+            let lo = tessera_types::int_value(d.datatype, &r.low)?;
+            let hi = tessera_types::int_value(d.datatype, &r.high)?;
             Some([lo, hi])
         })
         .collect()
@@ -503,7 +504,7 @@ impl TileCtx<'_> {
     fn slab_candidates(&self, t: u64, cells: u64) -> Vec<Vec<Range<u64>>> {
         let mut out = vec![vec![0..cells]];
         let Some(sub) = &self.dense_box else { return out };
-        let Ok(tiling) = crate::write::dense::DenseTiling::new(self.schema, sub.clone()) else {
+        let Ok(tiling) = SpaceTiles::new(self.schema, sub.clone()) else {
             return out;
         };
         let tile = tiling.tile(t);
