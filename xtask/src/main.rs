@@ -399,10 +399,12 @@ fn python_checks(root: &Path, python: &Path) -> Result<()> {
 
 /// The Ballista part of `cargo xtask test`. `crates/tessera-ballista` is outside the workspace
 /// (Ballista brings tonic, prost and an HTTP stack that `cargo test --workspace` should not
-/// build), so it is built here, once, into the same target directory, and its tests run:
-/// the round trips of tessera-datafusion's `proto` codecs, and the cluster tests (a scheduler and two
-/// executors as separate processes; also over moto's S3 and with `tessera sql --cluster`,
-/// hence the venv python and the debug `tessera` binary that `cargo test --workspace` built).
+/// build), so it is built here, once, into the same target directory, and its tests run, all
+/// in one test binary (`tests/it`; each test binary links all of Ballista): the round trips of
+/// tessera-datafusion's `proto` codecs, and the cluster tests (a scheduler and two executors as
+/// separate processes, one cluster for the queries over local arrays, over moto's S3 and
+/// through `tessera sql --cluster`, hence the venv python and the debug `tessera` binary that
+/// `cargo test --workspace` built; a second cluster loses an executor).
 fn ballista_checks(root: &Path, python: &Path) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = root.join("crates/tessera-ballista/Cargo.toml");
@@ -415,16 +417,27 @@ fn ballista_checks(root: &Path, python: &Path) -> Result<()> {
         cmd.current_dir(root).args(["build", "-p", "tessera-cli", "--bin", "tessera"]);
         run(&mut cmd, "cargo build -p tessera-cli (for tessera sql --cluster)")?;
     }
-    let mut cmd = Command::new(&cargo);
-    cmd.current_dir(root)
-        .arg("test")
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .args(["-p", "tessera-ballista", "--", "--include-ignored", "--test-threads", "1"])
-        .env("CARGO_TARGET_DIR", target_dir(root))
-        .env("TESSERA_S3_PYTHON", python)
-        .env("TESSERA_BIN", &tessera);
-    run(&mut cmd, "the Ballista cluster tests (crates/tessera-ballista)")
+    // The build and the tests as two steps, so that CI's log times them apart.
+    let test = |extra: &[&str]| {
+        let mut cmd = Command::new(&cargo);
+        cmd.current_dir(root)
+            .arg("test")
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .args(["-p", "tessera-ballista"])
+            .args(extra)
+            .env("CARGO_TARGET_DIR", target_dir(root))
+            .env("TESSERA_S3_PYTHON", python)
+            .env("TESSERA_BIN", &tessera);
+        cmd
+    };
+    run(
+        &mut test(&["--no-run"]),
+        "the Ballista build (crates/tessera-ballista, cargo test --no-run)",
+    )?;
+    // --nocapture: the cluster tests print how long each phase took (a CI budget matter).
+    let args = ["--", "--include-ignored", "--test-threads", "1", "--nocapture"];
+    run(&mut test(&args), "the Ballista cluster tests (crates/tessera-ballista)")
 }
 
 /// The documentation check of `cargo xtask test`: `cargo doc --workspace --no-deps` with

@@ -156,18 +156,3 @@ pub fn register_array(ctx: &SessionContext, name: &str, uri: &str) -> Result<()>
     ctx.register_table(name, Arc::new(table)).with_context(|| format!("table {name}"))?;
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::scheduler_address;
-
-    #[test]
-    fn cluster_urls() {
-        assert_eq!(scheduler_address("df://127.0.0.1:50050").unwrap(), ("127.0.0.1".into(), 50050));
-        assert_eq!(scheduler_address("df://sched.local:1/").unwrap(), ("sched.local".into(), 1));
-        for bad in ["http://h:1", "df://h", "df://:5", "df://h:x", "df://h:70000"] {
-            let err = scheduler_address(bad).unwrap_err().to_string();
-            assert!(err.contains(bad), "{bad}: {err}");
-        }
-    }
-}

@@ -1,9 +1,13 @@
 //! A Ballista cluster of `tessera-ballista` processes on 127.0.0.1 (a scheduler and two
 //! executors with one slot each, round-robin task distribution): SQL over dense and sparse
-//! arrays, local and on the S3 emulator, returns what a single-node `SessionContext`
-//! returns, both executors run tasks, and a query that loses an executor gives the right
-//! answer or a clear error, never a wrong one. Child processes are killed when the test
-//! ends, and their logs are printed when it fails.
+//! arrays, local and on the S3 emulator, and through `tessera sql --cluster`, returns what a
+//! single-node `SessionContext` returns, both executors run tasks, and a query that loses an
+//! executor gives the right answer or a clear error, never a wrong one. Child processes are
+//! killed when the test ends, and their logs are printed when it fails.
+//!
+//! Two clusters in all: one answers every query (local arrays, S3, the command line), the
+//! other loses an executor. Each start-up of three debug processes costs seconds on a loaded
+//! CI machine; each test prints how long its phases took.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -181,7 +185,7 @@ impl Cluster {
                 start.elapsed() < Duration::from_secs(60),
                 "the cluster did not come up in 60 s"
             );
-            std::thread::sleep(Duration::from_millis(200));
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -397,9 +401,36 @@ async fn queries_agree(cluster: &Cluster, uris: &[(&str, String)], open: &dyn Fn
     assert!(ran.iter().all(|&n| n > 0), "an executor ran no task: {ran:?}");
 }
 
+/// Prints how long a phase of a test took, from `since` (the step's time in CI is the build
+/// plus the sum of these).
+fn took(what: &str, since: Instant) {
+    eprintln!("{what}: {:.1} s", since.elapsed().as_secs_f64());
+}
+
+/// One cluster answers everything that does not kill an executor: the queries over local
+/// arrays, the same over arrays on moto's S3 server (the scheduler and executors get the AWS
+/// variables, this process opens the arrays with explicit storages), and `tessera sql
+/// --cluster`, which must print what `tessera sql` prints. Needs moto (the venv's python,
+/// `TESSERA_S3_PYTHON`) and the workspace's `tessera` binary (`TESSERA_BIN`); `cargo xtask
+/// test` sets both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sql_on_the_cluster_equals_one_node() {
-    let cluster = Cluster::start(2, Vec::new());
+#[ignore = "needs the S3 emulator (moto) and TESSERA_BIN: `cargo xtask test` runs it"]
+async fn the_cluster_answers_as_one_node() {
+    let tessera = std::env::var_os("TESSERA_BIN")
+        .expect("TESSERA_BIN must name the workspace's tessera binary (cargo xtask test sets it)");
+    let t = Instant::now();
+    let python = tessera_object_store::emulator::python();
+    let s3 = S3Emulator::start(&python).expect("the S3 emulator (moto) should start");
+    let bucket = format!("ballista-{}", std::process::id());
+    s3.create_bucket(&bucket).unwrap();
+    took("moto started", t);
+    let env: Vec<(String, String)> =
+        s3.env().into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let t = Instant::now();
+    let cluster = Cluster::start(2, env);
+    took("cluster started", t);
+
+    let t = Instant::now();
     let data = tempfile::tempdir().unwrap();
     let local = |name: &str| data.path().join(name).to_str().unwrap().to_owned();
     write_points(Arc::new(tessera::LocalStorage::new(local("pts"))), 3000);
@@ -407,35 +438,91 @@ async fn sql_on_the_cluster_equals_one_node() {
     write_tags(Arc::new(tessera::LocalStorage::new(local("tags"))));
     let uris = [("pts", local("pts")), ("grid", local("grid")), ("tags", local("tags"))];
     queries_agree(&cluster, &uris, &|uri| tessera::open(uri).unwrap()).await;
-}
+    took("local arrays: the queries agree", t);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the S3 emulator (moto): `cargo xtask test` runs it with --ignored"]
-async fn sql_on_the_cluster_over_s3() {
-    let python = tessera_object_store::emulator::python();
-    let s3 = S3Emulator::start(&python).expect("the S3 emulator (moto) should start");
-    let bucket = format!("ballista-{}", std::process::id());
-    s3.create_bucket(&bucket).unwrap();
-    let env: Vec<(String, String)> =
-        s3.env().into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let cluster = Cluster::start(2, env);
+    let t = Instant::now();
     let uri = |name: &str| format!("s3://{bucket}/{name}");
     write_points(Arc::new(s3.storage(&uri("pts")).unwrap()), 3000);
     write_grid(Arc::new(s3.storage(&uri("grid")).unwrap()));
     write_tags(Arc::new(s3.storage(&uri("tags")).unwrap()));
     let uris = [("pts", uri("pts")), ("grid", uri("grid")), ("tags", uri("tags"))];
-    // This process has no AWS variables: it opens the arrays with explicit storages, the
-    // scheduler and the executors with their environment.
     let open = |u: &str| Array::open(Arc::new(s3.storage(u).unwrap())).unwrap();
     queries_agree(&cluster, &uris, &open).await;
+    took("arrays on S3: the queries agree", t);
+
+    let t = Instant::now();
+    tessera_sql_cluster_prints_as_local(&cluster, &tessera, data.path());
+    took("tessera sql --cluster", t);
 }
 
+/// `tessera sql --cluster` prints what `tessera sql` prints (over the local arrays `pts` and
+/// `grid` in `data`), and fails on one line for a scheduler that is not there or a malformed
+/// URL.
+fn tessera_sql_cluster_prints_as_local(
+    cluster: &Cluster,
+    tessera: &std::ffi::OsStr,
+    data: &std::path::Path,
+) {
+    let tables = [
+        format!("pts={}", data.join("pts").display()),
+        format!("grid={}", data.join("grid").display()),
+    ];
+    let sql = |cluster_url: Option<&str>, q: &str, format: &str| -> (bool, String, String) {
+        let mut cmd = Command::new(tessera);
+        cmd.arg("sql").arg(q).args(["--format", format]);
+        for t in &tables {
+            cmd.args(["--table", t]);
+        }
+        if let Some(u) = cluster_url {
+            cmd.args(["--cluster", u]).env("TESSERA_BALLISTA", BIN);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (q, format) in [
+        ("SELECT x, y, i, s FROM pts WHERE i IS NULL OR x < 900 ORDER BY x, y", "jsonl"),
+        ("SELECT r, sum(v) AS sv, count(*) AS n FROM grid GROUP BY r ORDER BY r", "csv"),
+        (
+            "SELECT p.x, g.v FROM pts p JOIN grid g ON p.y = g.c AND p.i = g.r ORDER BY p.x, g.v",
+            "table",
+        ),
+    ] {
+        let (ok_l, want, err_l) = sql(None, q, format);
+        assert!(ok_l, "{q}: {err_l}");
+        assert!(want.lines().count() > 4, "{q}: too few rows to mean anything:\n{want}");
+        let (ok_c, got, err_c) = sql(Some(&cluster.url()), q, format);
+        assert!(ok_c, "{q} on the cluster: {err_c}");
+        assert_eq!(got, want, "{q}");
+    }
+    // A scheduler that is not there: a one-line error naming the cluster.
+    let dead = format!("df://127.0.0.1:{}", free_port());
+    let (ok, _, err) = sql(Some(&dead), "SELECT count(*) FROM pts", "csv");
+    assert!(!ok);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // A malformed cluster URL.
+    let (ok, _, err) = sql(Some("http://127.0.0.1:1"), "SELECT count(*) FROM pts", "csv");
+    assert!(!ok);
+    assert!(err.contains("df://HOST:PORT"), "{err}");
+}
+
+/// Kills one of two executors (SIGKILL) as soon as it starts a task of a 32-partition
+/// GROUP BY: the query answers exactly as one node does after Ballista reschedules (or fails
+/// with an error), and the executor left answers the next query.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_executor_never_gives_a_wrong_answer() {
+    let t = Instant::now();
     let mut cluster = Cluster::start(2, Vec::new());
+    took("cluster started", t);
+    let t = Instant::now();
     let data = tempfile::tempdir().unwrap();
     let path = data.path().join("big").to_str().unwrap().to_owned();
-    write_points(Arc::new(tessera::LocalStorage::new(&path)), 200_000);
+    // 32 partitions of one task each keep the query running long after the first task
+    // starts; the cells only need to be many enough for every partition to hold some.
+    write_points(Arc::new(tessera::LocalStorage::new(&path)), 40_000);
     let uris = [("pts", path.clone())];
     let open = |u: &str| tessera::open(u).unwrap();
     let sql =
@@ -445,8 +532,7 @@ async fn a_lost_executor_never_gives_a_wrong_answer() {
     let want = text(&run(&local, sql).await.unwrap());
 
     let remote = tessera_ballista::remote_context(&cluster.url()).await.unwrap();
-    let uris16: Vec<(&str, String)> = uris.to_vec();
-    for (name, uri) in &uris16 {
+    for (name, uri) in &uris {
         // Many small partitions: the query is still running when the executor dies.
         let table = TesseraTable::new(uri.clone(), open(uri)).unwrap().with_partitions(32);
         remote.register_table(*name, Arc::new(table)).unwrap();
@@ -480,6 +566,7 @@ async fn a_lost_executor_never_gives_a_wrong_answer() {
             assert!(!msg.trim().is_empty());
         }
     }
+    took("the query that lost an executor", t);
     // What the scheduler said about the lost executor (for the record in the test output).
     for l in cluster.log("scheduler").lines() {
         let low = l.to_ascii_lowercase();
@@ -488,6 +575,7 @@ async fn a_lost_executor_never_gives_a_wrong_answer() {
         }
     }
     // The cluster still answers with the executor left.
+    let t = Instant::now();
     let again = tokio::time::timeout(Duration::from_secs(120), run(&remote, sql))
         .await
         .expect("no answer in 120 s after the executor was lost");
@@ -495,62 +583,5 @@ async fn a_lost_executor_never_gives_a_wrong_answer() {
         Ok(batches) => assert_eq!(text(&batches), want),
         Err(e) => panic!("the cluster with one executor left failed: {e}"),
     }
-}
-
-/// `tessera sql --cluster` prints what `tessera sql` prints. Needs the `tessera` binary of
-/// the workspace: `TESSERA_BIN` (set by `cargo xtask test`).
-#[test]
-fn tessera_sql_cluster_prints_as_local() {
-    let Some(tessera) = std::env::var_os("TESSERA_BIN") else {
-        eprintln!(
-            "SKIPPED: set TESSERA_BIN to the tessera binary to run this test (cargo xtask test does)"
-        );
-        return;
-    };
-    let cluster = Cluster::start(2, Vec::new());
-    let data = tempfile::tempdir().unwrap();
-    let pts = data.path().join("pts");
-    let grid = data.path().join("grid");
-    write_points(Arc::new(tessera::LocalStorage::new(&pts)), 500);
-    write_grid(Arc::new(tessera::LocalStorage::new(&grid)));
-    let tables = [format!("pts={}", pts.display()), format!("grid={}", grid.display())];
-    let sql = |cluster_url: Option<&str>, q: &str, format: &str| -> (bool, String, String) {
-        let mut cmd = Command::new(&tessera);
-        cmd.arg("sql").arg(q).args(["--format", format]);
-        for t in &tables {
-            cmd.args(["--table", t]);
-        }
-        if let Some(u) = cluster_url {
-            cmd.args(["--cluster", u]).env("TESSERA_BALLISTA", BIN);
-        }
-        let out = cmd.output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    for (q, format) in [
-        ("SELECT x, y, i, s FROM pts WHERE i IS NULL OR x < 900 ORDER BY x, y", "jsonl"),
-        ("SELECT r, sum(v) AS sv, count(*) AS n FROM grid GROUP BY r ORDER BY r", "csv"),
-        (
-            "SELECT p.x, g.v FROM pts p JOIN grid g ON p.y = g.c AND p.i = g.r ORDER BY p.x, g.v",
-            "table",
-        ),
-    ] {
-        let (ok_l, want, err_l) = sql(None, q, format);
-        assert!(ok_l, "{q}: {err_l}");
-        let (ok_c, got, err_c) = sql(Some(&cluster.url()), q, format);
-        assert!(ok_c, "{q} on the cluster: {err_c}");
-        assert_eq!(got, want, "{q}");
-    }
-    // A scheduler that is not there: a one-line error naming the cluster.
-    let dead = format!("df://127.0.0.1:{}", free_port());
-    let (ok, _, err) = sql(Some(&dead), "SELECT count(*) FROM pts", "csv");
-    assert!(!ok);
-    assert_eq!(err.trim().lines().count(), 1, "{err}");
-    // A malformed cluster URL.
-    let (ok, _, err) = sql(Some("http://127.0.0.1:1"), "SELECT count(*) FROM pts", "csv");
-    assert!(!ok);
-    assert!(err.contains("df://HOST:PORT"), "{err}");
+    took("the same query on the executor left", t);
 }
