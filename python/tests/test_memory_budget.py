@@ -60,6 +60,7 @@ def _peak(uri, mode, budget=0):
         [sys.executable, "-c", CHILD, uri, mode, str(budget)], capture_output=True, text=True, check=True
     )
     cells, peak = map(int, out.stdout.split())
+    print(f"{mode} budget {budget >> 20} MB: peak RSS {peak >> 20} MB")
     return cells, peak
 
 
