@@ -97,6 +97,11 @@ pub(crate) struct ConsolidateArgs {
     /// (`sm.consolidation.amplification`; default 1).
     #[arg(long, value_name = "A")]
     amplification: Option<f32>,
+    /// Fragments mode: merge holding about this many bytes (read batches, decoded tiles,
+    /// tiles waiting to be written; a sparse merge holds one tile per input fragment
+    /// whatever the budget).
+    #[arg(long, value_name = "BYTES")]
+    memory_budget: Option<u64>,
 }
 
 /// The options of `tessera vacuum`.
@@ -129,7 +134,8 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
 }
 
 /// `tessera consolidate ARRAY [--mode M] [--between S:E] [--purge-deleted] [--steps N]
-/// [--step-min-frags N] [--step-max-frags N] [--step-size-ratio R] [--amplification A]`.
+/// [--step-min-frags N] [--step-max-frags N] [--step-size-ratio R] [--amplification A]
+/// [--memory-budget BYTES]`.
 pub(crate) fn run_consolidate(array: &Path, args: &ConsolidateArgs) -> Result<()> {
     let range = match &args.between {
         None => None,
@@ -166,6 +172,7 @@ pub(crate) fn run_consolidate(array: &Path, args: &ConsolidateArgs) -> Result<()
         step_max_frags: args.step_max_frags.unwrap_or(defaults.step_max_frags),
         step_size_ratio: args.step_size_ratio.unwrap_or(defaults.step_size_ratio),
         amplification: args.amplification.unwrap_or(defaults.amplification),
+        memory_budget: args.memory_budget,
         progress: None,
     };
     if let Some(bar) = &bar {

@@ -409,6 +409,14 @@ fn union(a: &mut Vec<[i128; 2]>, b: &[[i128; 2]]) {
     }
 }
 
+/// Under a memory budget, a dense consolidation's reads take at most the budget over this.
+const DENSE_READ_SHARE: u64 = 2;
+
+/// Under a memory budget, the merged tiles of a sparse consolidation waiting to be filtered
+/// and written take at most the budget over this (the input tiles, one per fragment, and the
+/// tiles being filtered take the rest).
+const SPARSE_BATCH_SHARE: u64 = 4;
+
 fn dense(array: &Array, options: &Options) -> Result<Report> {
     let schema = array.schema();
     let frags = array.fragments();
@@ -460,8 +468,17 @@ fn dense(array: &Array, options: &Options) -> Result<Report> {
             crate::read::order::push_int(dim.datatype, r[1], &mut hi);
             read = read.range_bytes(&dim.name, lo, hi);
         }
-        let cells = read.execute()?;
-        write.submit(cells.columns)?;
+        match options.memory_budget {
+            // A tile row at once.
+            None => write.submit(read.execute()?.columns)?,
+            // Batches of the read's share of the budget, each written as it comes (the writer
+            // holds the tiles not yet complete and those being filtered: the rest).
+            Some(b) => {
+                for batch in read.memory_budget(b / DENSE_READ_SHARE).batches()? {
+                    write.submit(batch?.columns)?;
+                }
+            }
+        }
         if let Some(p) = &options.progress {
             p(k as u64 + 1, total);
         }
@@ -831,14 +848,19 @@ fn sparse(array: &Array, options: &Options) -> Result<Report> {
     let mut batch: Vec<Tile> = Vec::new();
     let mut current = new_tile(&m, &outs, capacity);
     let mut n = 0usize;
+    // Bytes of the merged tiles waiting in `batch`.
+    let mut batch_bytes = 0u64;
+    let batch_budget = options.memory_budget.map_or(u64::MAX, |b| b / SPARSE_BATCH_SHARE);
     while let Some(i) = heap_pop(&m, &mut heap) {
         push_cell(&m, i, &outs, &mut current);
         n += 1;
         if n == capacity {
             current.cell_num = n as u64;
+            batch_bytes += tile_bytes(&current);
             batch.push(std::mem::replace(&mut current, new_tile(&m, &outs, capacity)));
             n = 0;
-            if batch.len() >= 2 * threads {
+            if batch.len() >= 2 * threads || batch_bytes >= batch_budget {
+                batch_bytes = 0;
                 sink.write_tiles(std::mem::take(&mut batch))?;
             }
         }
@@ -874,6 +896,18 @@ fn sparse(array: &Array, options: &Options) -> Result<Report> {
     let committed = sink.commit(None, VarMinMaxCopy::PerTile, processed)?;
     write_vacuum_file(storage, &committed, &frags)?;
     Ok(report(&frags, &committed))
+}
+
+/// The bytes a merged tile holds (its buffers' capacities).
+fn tile_bytes(tile: &Tile) -> u64 {
+    tile.fields
+        .iter()
+        .map(|f| {
+            f.data.capacity()
+                + f.offsets.as_ref().map_or(0, |o| o.capacity() * 8)
+                + f.validity.as_ref().map_or(0, Vec::capacity)
+        })
+        .sum::<usize>() as u64
 }
 
 fn out_fields(schema: &ArraySchema, with_delete_meta: bool) -> Vec<Out> {

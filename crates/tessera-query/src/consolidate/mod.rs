@@ -83,6 +83,11 @@ pub struct Options {
     /// Dense arrays: the most cells a merged fragment may cover per cell of its inputs'
     /// tile-expanded domains (`sm.consolidation.amplification`); more would write fill values.
     pub amplification: f32,
+    /// Fragments mode: about the most bytes the merge holds (read batches, decoded tiles,
+    /// tiles waiting to be written); `None` for a tile row (dense) or a few tiles per
+    /// input (sparse) at a time. A sparse merge always holds one decoded tile per input
+    /// fragment, whatever the budget.
+    pub memory_budget: Option<u64>,
     /// Called with (work done, total work) as a fragment consolidation goes, for progress
     /// bars.
     pub progress: Option<Arc<dyn Fn(u64, u64) + Send + Sync>>,
@@ -98,6 +103,7 @@ impl Default for Options {
             step_max_frags: u32::MAX,
             step_size_ratio: 0.0,
             amplification: 1.0,
+            memory_budget: None,
             progress: None,
         }
     }
@@ -136,6 +142,7 @@ impl std::fmt::Debug for Options {
             .field("step_max_frags", &self.step_max_frags)
             .field("step_size_ratio", &self.step_size_ratio)
             .field("amplification", &self.amplification)
+            .field("memory_budget", &self.memory_budget)
             .field("progress", &self.progress.is_some())
             .finish()
     }

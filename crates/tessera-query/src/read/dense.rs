@@ -54,6 +54,19 @@ const UNBOUNDED_CHUNK_CELLS: u64 = 1 << 22;
 /// (see [`DenseReader::presized_batch_cells`]).
 const PRESIZED_BATCH_RUNS: u64 = 1 << 20;
 
+/// Under a memory budget, a batch's result and bookkeeping take at most the budget over this
+/// (the chunks decoded for it as much again, the tiles kept for the next batch
+/// [`BUDGET_TILE_SHARE`], the tile pool [`crate::read::BUDGET_POOL_SHARE`]: the rest is the
+/// caller's, which converts or writes out the batch).
+const BUDGET_BATCH_SHARE: u64 = 4;
+
+/// Under a memory budget, the whole tiles kept from one batch for the next take at most the
+/// budget over this.
+const BUDGET_TILE_SHARE: u64 = 4;
+
+/// Bytes of bookkeeping per run of a streamed batch: the run and the copy it becomes.
+const RUN_BYTES: u64 = 80;
+
 /// Cells per partial aggregate of a row- or col-major aggregate (partials are computed in
 /// parallel, then folded in order).
 const AGGREGATE_GROUP_CELLS: u64 = 1 << 16;
@@ -377,9 +390,8 @@ impl<'a> DenseReader<'a> {
         if self.pos >= self.total {
             return Ok(false);
         }
-        let per_cell = self.bytes_per_cell();
         let want = match self.budget {
-            Some(b) => (b / per_cell).clamp(1, UNBOUNDED_CHUNK_CELLS),
+            Some(b) => self.budget_batch_cells(b),
             None if self.presized.is_some() => self.presized_batch_cells(),
             None => UNBOUNDED_CHUNK_CELLS,
         };
@@ -481,7 +493,10 @@ impl<'a> DenseReader<'a> {
         if self.can_stream() {
             let mut out = empty_result(&self.fields);
             while self.pos < self.total {
-                let want = self.presized_batch_cells();
+                let want = match self.budget {
+                    Some(b) => self.budget_batch_cells(b),
+                    None => self.presized_batch_cells(),
+                };
                 let (p0, p1) = (self.pos, self.pos.saturating_add(want).min(self.total));
                 let pieces = self.pieces(p0, p1);
                 let mut slots = Slots::default();
@@ -516,11 +531,11 @@ impl<'a> DenseReader<'a> {
         Ok(())
     }
 
-    /// Whether batches can be streamed ([`Self::stream`]): no condition, no budget, and every
-    /// attribute read fixed-size and not nullable.
+    /// Whether batches can be streamed ([`Self::stream`]): no condition, and every attribute
+    /// read fixed-size and not nullable. Under a memory budget, streaming is what keeps the
+    /// tiles a batch meets from being held whole: only the chunks of its cells are decoded.
     fn can_stream(&self) -> bool {
         self.condition.is_none()
-            && self.budget.is_none()
             && self.fields.iter().all(|f| match f.source {
                 Source::Dim(_) => true,
                 Source::Attr(_) => !f.is_var() && !f.nullable && f.cell_size() > 0,
@@ -539,7 +554,52 @@ impl<'a> DenseReader<'a> {
         let next = self.pieces(end, end.saturating_add(want).min(self.total));
         self.pos = pos;
         self.cursor = cursor;
-        next.into_iter().map(|p| p.tile).collect()
+        let next: HashSet<Vec<i128>> = next.into_iter().map(|p| p.tile).collect();
+        // Under a budget, whole tiles are kept only while they fit its share for them;
+        // otherwise every batch decodes just the chunks of its own cells.
+        if let Some(budget) = self.budget
+            && self.kept_tile_bytes(&next) > budget / BUDGET_TILE_SHARE
+        {
+            return HashSet::new();
+        }
+        next
+    }
+
+    /// The decoded bytes of the fragment tiles (of every field read) of space tiles `tiles`.
+    fn kept_tile_bytes(&self, tiles: &HashSet<Vec<i128>>) -> u64 {
+        let cell_bytes: u64 = self.fields.iter().map(OutField::fixed_bytes_per_cell).sum();
+        let tile_cells: u64 = self.dims.iter().map(|d| d.extent as u64).product();
+        let frags =
+            self.frags.iter().filter(|f| f.readers.iter().any(Option::is_some)).count().max(1)
+                as u64;
+        // Every fragment holding some cell of a space tile may be decoded for it: a bound.
+        (tiles.len() as u64)
+            .saturating_mul(tile_cells)
+            .saturating_mul(cell_bytes)
+            .saturating_mul(frags)
+    }
+
+    /// Cells of a batch under `budget`: its share for the result and the batch's bookkeeping
+    /// (the runs, a few tens of bytes each, about one per row of a tile the batch meets).
+    fn budget_batch_cells(&self, budget: u64) -> u64 {
+        let run = self.cells_per_run().max(1);
+        let per_cell = self.bytes_per_cell() + RUN_BYTES.div_ceil(run);
+        (budget / BUDGET_BATCH_SHARE / per_cell).clamp(1, UNBOUNDED_CHUNK_CELLS)
+    }
+
+    /// About how many cells a run holds (cells contiguous both in a tile and in the result):
+    /// the innermost dimension's extent, within the subarray, when the result and the cells
+    /// are in the same order (or the read is in global order), else one.
+    fn cells_per_run(&self) -> u64 {
+        let inner = match (self.layout, self.cell_order) {
+            (Layout::RowMajor | Layout::GlobalOrder, Layout::RowMajor) => self.dims.last(),
+            (Layout::ColMajor | Layout::GlobalOrder, Layout::ColMajor) => self.dims.first(),
+            _ => None,
+        };
+        inner.map_or(1, |d| {
+            let ext = u64::try_from(d.extent).unwrap_or(u64::MAX);
+            if d.ranges.len() == 1 { ext.min(d.len) } else { 1 }
+        })
     }
 
     /// Appends positions `p0..end` to `out` (see [`Self::can_stream`]): the attribute columns
@@ -1164,17 +1224,8 @@ impl<'a> DenseReader<'a> {
     /// hold no decoded tiles but those they share with the next, so larger batches mean fewer
     /// tiles decoded twice or kept), from [`UNBOUNDED_CHUNK_CELLS`] up to 64 times as many.
     fn presized_batch_cells(&self) -> u64 {
-        // Result positions in a row of one tile: the innermost dimension's extent within the
-        // subarray when the result and the cells are in the same order, else one.
-        let inner = match (self.layout, self.cell_order) {
-            (Layout::RowMajor, Layout::RowMajor) => self.dims.last(),
-            (Layout::ColMajor, Layout::ColMajor) => self.dims.first(),
-            _ => None,
-        };
-        let run = inner.map_or(1, |d| {
-            let ext = u64::try_from(d.extent).unwrap_or(u64::MAX);
-            if d.ranges.len() == 1 { ext.min(d.len) } else { 1 }
-        });
+        // Result positions in a row of one tile (global order was never presized).
+        let run = self.cells_per_run();
         run.saturating_mul(PRESIZED_BATCH_RUNS)
             .clamp(UNBOUNDED_CHUNK_CELLS, UNBOUNDED_CHUNK_CELLS * 64)
     }

@@ -505,6 +505,9 @@ impl<'a> ReadQuery<'a> {
         let Some(subarray) = Subarray::build(schema, array.fragments(), &self.ranges)? else {
             return Ok(Batches { fields, inner: Inner::Empty, meter: None });
         };
+        if let Some(b) = self.budget {
+            pool::limit(b / BUDGET_POOL_SHARE);
+        }
         let out = fields.clone();
         let inner = if dense {
             let layout = match layout {
@@ -602,6 +605,10 @@ impl<'a> ReadQuery<'a> {
         Ok(plan.finish(&total))
     }
 }
+
+/// Under a memory budget, the buffers the tile pool keeps for reuse (see [`pool`]) take at
+/// most the budget over this, until the read ends.
+pub(crate) const BUDGET_POOL_SHARE: u64 = 8;
 
 /// The memory budget of an aggregate's tile windows when the read sets none.
 const AGGREGATE_BUDGET: u64 = 256 << 20;

@@ -6,9 +6,11 @@
 //! Buffers come back when the last [`Bytes`] holding a tile is dropped. The pool keeps at
 //! most [`MAX_BUFFERS`] buffers and [`MAX_BYTES`] bytes, only buffers of at least
 //! [`MIN_CAPACITY`] bytes (smaller ones are cheap for the allocator), and is emptied by
-//! [`release`] when a read ends, so that nothing stays held between queries.
+//! [`release`] when a read ends, so that nothing stays held between queries. A read under a
+//! memory budget lowers the byte cap to a share of it ([`limit`]) until then.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 
@@ -20,6 +22,24 @@ const MAX_BUFFERS: usize = 16;
 const MAX_BYTES: usize = 256 << 20;
 
 static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// The most bytes the pool keeps now: [`MAX_BYTES`], or less while a read under a memory
+/// budget runs (see [`limit`]).
+static LIMIT: AtomicUsize = AtomicUsize::new(MAX_BYTES);
+
+/// Keeps at most `bytes` pooled until the next [`release`] (a read under a memory budget:
+/// the pool is part of what it holds). Buffers already pooled beyond it are freed.
+pub(crate) fn limit(bytes: u64) {
+    let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+    LIMIT.fetch_min(bytes, Ordering::Relaxed);
+    if let Ok(mut pool) = POOL.lock() {
+        let mut held = 0usize;
+        pool.retain(|b| {
+            held += b.capacity();
+            held <= bytes
+        });
+    }
+}
 
 /// An empty buffer for about `len` bytes: a pooled one of enough capacity when there is
 /// one (the smallest that fits), else a new one (its capacity reserved by the decoder).
@@ -50,6 +70,7 @@ pub(crate) fn release() {
     if let Ok(mut pool) = POOL.lock() {
         *pool = Vec::new();
     }
+    LIMIT.store(MAX_BYTES, Ordering::Relaxed);
 }
 
 /// A pooled buffer's owner inside a [`Bytes`].
@@ -67,7 +88,7 @@ impl Drop for Pooled {
         buf.clear();
         let Ok(mut pool) = POOL.lock() else { return };
         let held: usize = pool.iter().map(Vec::capacity).sum();
-        if pool.len() < MAX_BUFFERS && held + buf.capacity() <= MAX_BYTES {
+        if pool.len() < MAX_BUFFERS && held + buf.capacity() <= LIMIT.load(Ordering::Relaxed) {
             pool.push(buf);
         }
     }
