@@ -31,13 +31,7 @@ impl<'a> DenseReader<'a> {
     /// The pieces of positions `p0..p1`, carved into runs (sorted by position) over the
     /// fragment tiles of `Slots`, whose tiles are then fetched and decoded (those not cached).
     pub(super) fn prepare(&mut self, p0: u64, p1: u64) -> Result<(Vec<Piece>, Vec<Run>, Slots)> {
-        let pieces = self.pieces(p0, p1);
-        let mut slots = Slots::default();
-        let mut runs: Vec<Run> = Vec::new();
-        for piece in &pieces {
-            self.carve(piece, p0, &mut slots, &mut runs)?;
-        }
-        runs.sort_unstable_by_key(|r| r.dst);
+        let (pieces, runs, slots) = self.carved(p0, p1)?;
         self.fetch(&slots.list)?;
         Ok((pieces, runs, slots))
     }

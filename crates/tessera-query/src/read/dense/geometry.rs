@@ -5,6 +5,19 @@
 use super::*;
 
 impl<'a> DenseReader<'a> {
+    /// The pieces of positions `p0..p1`, carved into runs (sorted by position) over the
+    /// fragment tiles they name in `Slots`.
+    pub(super) fn carved(&self, p0: u64, p1: u64) -> Result<(Vec<Piece>, Vec<Run>, Slots)> {
+        let pieces = self.pieces(p0, p1);
+        let mut slots = Slots::default();
+        let mut runs: Vec<Run> = Vec::new();
+        for piece in &pieces {
+            self.carve(piece, p0, &mut slots, &mut runs)?;
+        }
+        runs.sort_unstable_by_key(|r| r.dst);
+        Ok((pieces, runs, slots))
+    }
+
     /// Moves the global-order cursor to the block holding `self.pos`.
     pub(super) fn advance_cursor(&mut self) {
         let Some(mut c) = self.cursor.take() else { return };

@@ -392,13 +392,7 @@ impl<'a> DenseReader<'a> {
         let p0 = self.pos;
         let p1 = p0.saturating_add(want).min(self.total);
         if self.can_stream() {
-            let pieces = self.pieces(p0, p1);
-            let mut slots = Slots::default();
-            let mut runs: Vec<Run> = Vec::new();
-            for piece in &pieces {
-                self.carve(piece, p0, &mut slots, &mut runs)?;
-            }
-            runs.sort_unstable_by_key(|r| r.dst);
+            let (pieces, runs, slots) = self.carved(p0, p1)?;
             let keep = self.next_tiles(p1, want);
             self.stream(out, &pieces, &runs, &slots, &keep, p0, p1, None)?;
             self.pos = p1;
@@ -492,13 +486,7 @@ impl<'a> DenseReader<'a> {
                     None => self.presized_batch_cells(),
                 };
                 let (p0, p1) = (self.pos, self.pos.saturating_add(want).min(self.total));
-                let pieces = self.pieces(p0, p1);
-                let mut slots = Slots::default();
-                let mut runs: Vec<Run> = Vec::new();
-                for piece in &pieces {
-                    self.carve(piece, p0, &mut slots, &mut runs)?;
-                }
-                runs.sort_unstable_by_key(|r| r.dst);
+                let (pieces, runs, slots) = self.carved(p0, p1)?;
                 let keep = self.next_tiles(p1, want);
                 let (dst, tail) = std::mem::take(&mut rest).split_at_mut((p1 - p0) as usize * size);
                 rest = tail;
