@@ -208,6 +208,29 @@ const PAR_COPY_MIN_BYTES: usize = 1 << 20;
 /// Bytes of one piece of a parallel copy (long runs are split into pieces of this size).
 const PAR_COPY_PIECE_BYTES: usize = 256 << 10;
 
+/// Cuts `dst`, the cells of `runs` (`size` bytes each) one after the other, into pieces of
+/// at most `piece_cells` cells (so that long runs spread over the cores), handing `f` each
+/// piece with its run's slot and its first cell in the source tile.
+pub(crate) fn for_each_piece<'b>(
+    runs: &[Run],
+    mut dst: &'b mut [u8],
+    size: usize,
+    piece_cells: u64,
+    mut f: impl FnMut(u32, u64, &'b mut [u8]),
+) {
+    for r in runs {
+        let (mut src, mut left) = (r.src, r.len);
+        while left > 0 {
+            let len = left.min(piece_cells);
+            let (piece, tail) = std::mem::take(&mut dst).split_at_mut(len as usize * size);
+            dst = tail;
+            f(r.slot, src, piece);
+            src += len;
+            left -= len;
+        }
+    }
+}
+
 /// The fixed-size branch of [`copy_runs`] for large results: `bytes` bytes are appended to
 /// `col.data` at once (a fresh zeroed allocation when the column is empty, so its pages are
 /// first touched by the copies), then every run, cut into pieces of at most
@@ -228,19 +251,9 @@ fn copy_fixed_par<'t>(
     }
     let piece_cells = (PAR_COPY_PIECE_BYTES / size).max(1) as u64;
     let mut pieces: Vec<(u32, u64, &mut [u8])> = Vec::with_capacity(runs.len());
-    let mut rest = &mut col.data[start..];
-    for r in runs {
-        let mut src = r.src;
-        let mut left = r.len;
-        while left > 0 {
-            let len = left.min(piece_cells);
-            let (dst, tail) = rest.split_at_mut(len as usize * size);
-            pieces.push((r.slot, src, dst));
-            rest = tail;
-            src += len;
-            left -= len;
-        }
-    }
+    for_each_piece(runs, &mut col.data[start..], size, piece_cells, |slot, src, dst| {
+        pieces.push((slot, src, dst));
+    });
     pieces.into_par_iter().for_each(|(slot, src, dst)| match tile(slot) {
         Some(t) => dst.copy_from_slice(&t.data[t.cells_range(src as usize, dst.len() / size)]),
         None => {

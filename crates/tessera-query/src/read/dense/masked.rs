@@ -58,19 +58,9 @@ pub(super) fn copy_runs_masked(
     }
     let piece_cells = (MASKED_PIECE_BYTES / size).max(1) as u64;
     let mut pieces: Vec<(u32, u64, &mut [u8])> = Vec::with_capacity(runs.len());
-    let mut rest = &mut col.data[start..];
-    for r in runs {
-        let mut src = r.src;
-        let mut left = r.len;
-        while left > 0 {
-            let len = left.min(piece_cells);
-            let (dst, tail) = rest.split_at_mut(len as usize * size);
-            pieces.push((r.slot, src, dst));
-            rest = tail;
-            src += len;
-            left -= len;
-        }
-    }
+    for_each_piece(runs, &mut col.data[start..], size, piece_cells, |slot, src, dst| {
+        pieces.push((slot, src, dst));
+    });
     let work = |(slot, src, dst): (u32, u64, &mut [u8])| match tile(slot) {
         Some(t) => {
             let cells = dst.len() / size;

@@ -50,7 +50,7 @@ use tessera_types::Layout;
 use crate::aggregate::{Cells, Partial, Plan};
 use crate::array::Array;
 use crate::condition::{ColumnView, QueryCondition};
-use crate::read::column::{FILL, OutField, Run, Source, copy_runs, empty_result};
+use crate::read::column::{FILL, OutField, Run, Source, copy_runs, empty_result, for_each_piece};
 use crate::read::order::{int_value, push_int};
 use crate::read::stats::FieldMeta;
 use crate::read::subarray::Subarray;

@@ -86,26 +86,17 @@ impl<'a> DenseReader<'a> {
             }
             let size = field.cell_size();
             let piece_cells = (PIECE_BYTES / size).max(1) as u64;
-            let mut rest = match into.take() {
+            let dst = match into.take() {
                 Some(buf) => buf,
                 None => batch_slice(col, size, p0, n, self.presized),
             };
-            for r in runs {
-                let mut src = r.src;
-                let mut left = r.len;
-                while left > 0 {
-                    let len = left.min(piece_cells);
-                    let (dst, tail) = rest.split_at_mut(len as usize * size);
-                    rest = tail;
-                    if r.slot == FILL {
-                        fills.push((i, dst));
-                    } else {
-                        work[r.slot as usize].push((i, src, dst));
-                    }
-                    src += len;
-                    left -= len;
+            for_each_piece(runs, dst, size, piece_cells, |slot, src, piece| {
+                if slot == FILL {
+                    fills.push((i, piece));
+                } else {
+                    work[slot as usize].push((i, src, piece));
                 }
-            }
+            });
         }
         let fields = &self.fields;
         let fill_cells: Vec<Vec<u8>> = fields.iter().map(OutField::fill_cell).collect();
