@@ -276,6 +276,14 @@ impl QueryCondition {
     pub fn may_match<'a>(&self, stats: &dyn Fn(&str) -> Option<TileStats<'a>>) -> bool {
         prune::may_match(&self.root, stats)
     }
+
+    /// Whether every cell of a tile satisfies the condition, judged from `stats` as for
+    /// [`Self::may_match`] (with `null_count` `Some(0)` for fields that are not nullable).
+    /// `false` when the statistics do not prove it; `true` lets an aggregate answer the
+    /// tile from its metadata as if there were no condition.
+    pub fn must_match<'a>(&self, stats: &dyn Fn(&str) -> Option<TileStats<'a>>) -> bool {
+        prune::must_match(&self.root, stats)
+    }
 }
 
 impl fmt::Display for QueryCondition {

@@ -544,10 +544,12 @@ impl<'a> ReadQuery<'a> {
 
     /// Computes `aggs` (of attributes or dimensions) over the cells this read selects (its
     /// subarray, time range, condition and, on sparse arrays, deletes); the attributes and
-    /// layout set on the read do not matter. Values come in the order of `aggs`; see [`crate::aggregate`] for the
-    /// semantics. Whole tiles inside the subarray that no condition, delete or other
-    /// fragment affects are answered from their metadata (sums, mins, maxs, null counts)
-    /// where it is exact, without decoding them.
+    /// layout set on the read do not matter. Values come in the order of `aggs`; see
+    /// [`crate::aggregate`] for the semantics. Whole tiles inside the subarray that no
+    /// delete or other fragment affects are answered from their metadata (sums, mins, maxs,
+    /// null counts) where it is exact, without decoding them: under a condition, those
+    /// whose metadata shows that every cell satisfies it (and those it shows no cell can
+    /// satisfy add nothing).
     ///
     /// # Errors
     /// As [`Self::execute`]; [`Error::InvalidQuery`] for an aggregate libtiledb refuses

@@ -11,9 +11,65 @@ use tessera_fragment::{Field, FieldInfo, LazyPart, TileMinMax, TileSums};
 use tessera_storage::Storage;
 use tessera_types::{CELL_VAL_NUM_VAR, Datatype};
 
-use crate::condition::TileStats;
+use crate::condition::{QueryCondition, TileStats};
 use crate::fragment::Fragment;
 use crate::{Error, Result};
+
+/// What a fragment's tile metadata says about a query condition, tile by tile: whether no
+/// cell of a tile can satisfy it (the tile is skipped), or every cell does (an aggregate
+/// answers the tile from its metadata as if there were no condition).
+#[derive(Debug)]
+pub(crate) struct ConditionMeta {
+    /// The metadata of each field the condition reads (`None`: none usable).
+    fields: Vec<(String, Option<FieldMeta>)>,
+}
+
+/// How a tile's metadata decides a condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decided {
+    /// No cell can satisfy it.
+    None,
+    /// Every cell satisfies it.
+    All,
+    /// The cells must be evaluated.
+    Some,
+}
+
+impl ConditionMeta {
+    /// Loads the metadata of the fields `cond` reads in `fragment`.
+    pub(crate) fn load(
+        storage: &dyn Storage,
+        fragment: &Fragment,
+        cond: &QueryCondition,
+    ) -> Result<Self> {
+        // (Float min/max come with the tile sums, which tell whether a tile holds a NaN.)
+        let want = Want { min_max: true, sums: false, null_counts: true };
+        let fields = cond
+            .fields()
+            .into_iter()
+            .map(|name| Ok((name.to_owned(), FieldMeta::load(storage, fragment, name, want)?)))
+            .collect::<Result<_>>()?;
+        Ok(ConditionMeta { fields })
+    }
+
+    /// Whether no field of the condition has usable metadata (nothing can be decided).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.fields.iter().all(|(_, m)| m.is_none())
+    }
+
+    /// What the metadata of tile `t` (of `cell_num` cells) decides about `cond`.
+    pub(crate) fn decide(&self, cond: &QueryCondition, t: u64, cell_num: u64) -> Decided {
+        let meta =
+            |name: &str| self.fields.iter().find(|(m, _)| m == name).and_then(|(_, m)| m.as_ref());
+        if !cond.may_match(&|name: &str| meta(name).map(|m| m.prune_stats(t, cell_num))) {
+            Decided::None
+        } else if cond.must_match(&|name: &str| meta(name).map(|m| m.decide_stats(t, cell_num))) {
+            Decided::All
+        } else {
+            Decided::Some
+        }
+    }
+}
 
 /// Which parts of a field's tile metadata to load.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -133,6 +189,17 @@ impl FieldMeta {
                 stats.min = min;
                 stats.max = max;
             }
+        }
+        stats
+    }
+
+    /// The statistics of tile `t` for deciding that every cell satisfies a condition
+    /// ([`crate::QueryCondition::must_match`]): [`Self::prune_stats`], with a null count of
+    /// zero for a field that is not nullable.
+    pub(crate) fn decide_stats(&self, t: u64, cell_num: u64) -> TileStats<'_> {
+        let mut stats = self.prune_stats(t, cell_num);
+        if !self.info.nullable {
+            stats.null_count = Some(0);
         }
         stats
     }

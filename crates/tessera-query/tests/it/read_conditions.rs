@@ -135,6 +135,50 @@ fn aggregates_from_tile_metadata_read_no_data_tiles() {
 }
 
 #[test]
+fn aggregates_under_a_condition_the_metadata_decides_read_no_data_tiles() {
+    // Conditions every cell of a tile satisfies (its metadata shows it) answer the tile from
+    // its metadata; conditions no cell satisfies skip it; either way no data tile is read.
+    // `v` of sparse_int64_dups lies in [-1000, 1000] (tiles with a NaN are decided by
+    // nothing: their float bounds are not trusted), `i32` of nofilter is one dense tile.
+    for (rel, texts, decided, mixed) in [
+        (
+            "fragments/sparse_int64_dups",
+            &["count", "sum(v)", "min(v)", "max(v)", "mean(v)"][..],
+            &["v > -2000", "v >= -2000 and v < 2000", "v > 2000", "v < -2000 or v >= -1000.5"][..],
+            &["v >= 990", "v != 0"][..],
+        ),
+        (
+            "filters/nofilter",
+            &["count", "sum(i32)", "min(i64)", "max(u16)", "mean(i8)", "null_count(n_i32)"][..],
+            &["i32 >= -2147483648", "i32 < -2147483648", "u16 <= 65535 and i8 >= -128"][..],
+            &["i32 > 0", "i8 < 3 or u16 > 7"][..],
+        ),
+    ] {
+        let (s, array) = Recording::open(rel);
+        for (cond, must_be_free) in
+            decided.iter().map(|c| (c, true)).chain(mixed.iter().map(|c| (c, false)))
+        {
+            let with = array.read().where_text(cond).aggregate_with(&aggs(texts), true).unwrap();
+            let meta_reads = s.data_reads();
+            let without =
+                array.read().where_text(cond).aggregate_with(&aggs(texts), false).unwrap();
+            s.data_reads();
+            assert_eq!(with, without, "{rel}: {cond}");
+            if must_be_free {
+                assert_eq!(meta_reads, 0, "{rel}: {cond} read data tiles");
+            }
+            // The cells the condition keeps, counted from a plain read.
+            let read = array.read().where_text(cond).execute().unwrap();
+            let count = array.read().where_text(cond).aggregate(&aggs(&["count"])).unwrap();
+            if rel.starts_with("fragments/") {
+                assert_eq!(count[0].to_json(), Json::from(read.cell_num()), "{rel}: {cond}");
+            }
+            s.data_reads();
+        }
+    }
+}
+
+#[test]
 fn tiles_no_cell_of_which_can_match_are_not_read() {
     // Duplicates allowed: skipping a tile cannot let another version of a cell through.
     // `v` (float64) lies in [-1000, 1000]; tiles whose sum is finite hold no NaN, so their

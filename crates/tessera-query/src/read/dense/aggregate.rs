@@ -39,11 +39,7 @@ impl<'a> DenseReader<'a> {
         let mut batch: Option<(BlockCursor, Vec<(u64, u64)>)> = None;
         while !c.done {
             let size = self.block_size(&c.tile);
-            let meta = if use_metadata && self.condition.is_none() {
-                self.block_metadata(plan, &c.tile, size)?
-            } else {
-                None
-            };
+            let meta = if use_metadata { self.block_metadata(plan, &c.tile, size)? } else { None };
             match meta {
                 Some(p) => {
                     if let Some((start, blocks)) = batch.take() {
@@ -241,28 +237,21 @@ impl<'a> DenseReader<'a> {
 
     /// The aggregate of the global-order block of space tile `tile` (`size` cells) from
     /// tile metadata, when the block is the whole tile, the newest fragment meeting it holds
-    /// all of it, and that fragment's metadata is exact for what `plan` needs; `None`
-    /// otherwise.
+    /// all of it, that fragment's metadata is exact for what `plan` needs, and, under a
+    /// condition, it shows that every cell satisfies the condition (or none does: the
+    /// block then adds nothing); `None` otherwise.
     pub(super) fn block_metadata(
         &mut self,
         plan: &Plan,
         tile: &[i128],
         size: u64,
     ) -> Result<Option<Partial>> {
-        let dim_num = self.dims.len();
-        let (lo, hi) = self.block_box(tile);
-        let whole = (0..dim_num).all(|k| {
-            let d = &self.dims[k];
-            lo[k] == d.tile_lo(tile[k]) && hi[k] == d.tile_lo(tile[k]) + d.extent - 1
-        });
-        if !whole {
-            return Ok(None);
-        }
-        let Some(fi) = self
-            .frags
-            .iter()
-            .position(|f| (0..dim_num).all(|k| f.ned[k].0 <= hi[k] && lo[k] <= f.ned[k].1))
-        else {
+        let Some(source) = self.block_source(tile) else { return Ok(None) };
+        let BlockSource::Tile(fi, tile_idx) = source else {
+            if self.condition.is_some() {
+                // The condition over fill values (and coordinates) is left to the scan.
+                return Ok(None);
+            }
             // No fragment: every cell holds the fill value.
             let mut p = Partial::new(plan);
             p.add_cells(size);
@@ -274,18 +263,24 @@ impl<'a> DenseReader<'a> {
             self.scan_tile_coords(plan, tile, size, &mut p);
             return Ok(Some(p));
         };
-        let frag = &self.frags[fi];
-        if !(0..dim_num).all(|k| frag.ned[k].0 <= lo[k] && hi[k] <= frag.ned[k].1) {
+        if self.frags[fi].cells.get(tile_idx) != size {
             return Ok(None);
         }
-        let tile_idx: u64 = tile
-            .iter()
-            .zip(&frag.first_tile)
-            .zip(&frag.tile_strides)
-            .map(|((&t, &first), &stride)| (t - first) as u64 * stride)
-            .sum();
-        if tile_idx >= frag.tile_num || frag.cells.get(tile_idx) != size {
-            return Ok(None);
+        if let Some(cond) = &self.condition {
+            let meta = match self.cond_metas.get(&fi) {
+                Some(m) => m.clone(),
+                None => {
+                    let storage = self.array.storage().as_ref();
+                    let m = Arc::new(ConditionMeta::load(storage, &self.frags[fi].fragment, cond)?);
+                    self.cond_metas.insert(fi, m.clone());
+                    m
+                }
+            };
+            match meta.decide(cond, tile_idx, size) {
+                Decided::None => return Ok(Some(Partial::new(plan))),
+                Decided::All => {}
+                Decided::Some => return Ok(None),
+            }
         }
         // Attribute metadata (`None`: not stored, the cells hold fill values; dimensions
         // come from the coordinates).
@@ -333,6 +328,40 @@ impl<'a> DenseReader<'a> {
         Ok(Some(p))
     }
 
+    /// Where the cells of whole space tile `tile` come from when one source holds all of
+    /// them: no fragment (fill values), or one tile of the newest fragment meeting it.
+    /// `None` when the read's block of the tile is not the whole tile, or the newest
+    /// fragment meeting it does not cover it.
+    pub(super) fn block_source(&self, tile: &[i128]) -> Option<BlockSource> {
+        let dim_num = self.dims.len();
+        let (lo, hi) = self.block_box(tile);
+        let whole = (0..dim_num).all(|k| {
+            let d = &self.dims[k];
+            lo[k] == d.tile_lo(tile[k]) && hi[k] == d.tile_lo(tile[k]) + d.extent - 1
+        });
+        if !whole {
+            return None;
+        }
+        let Some(fi) = self
+            .frags
+            .iter()
+            .position(|f| (0..dim_num).all(|k| f.ned[k].0 <= hi[k] && lo[k] <= f.ned[k].1))
+        else {
+            return Some(BlockSource::Fill);
+        };
+        let frag = &self.frags[fi];
+        if !(0..dim_num).all(|k| frag.ned[k].0 <= lo[k] && hi[k] <= frag.ned[k].1) {
+            return None;
+        }
+        let tile_idx: u64 = tile
+            .iter()
+            .zip(&frag.first_tile)
+            .zip(&frag.tile_strides)
+            .map(|((&t, &first), &stride)| (t - first) as u64 * stride)
+            .sum();
+        (tile_idx < frag.tile_num).then_some(BlockSource::Tile(fi, tile_idx))
+    }
+
     /// Adds the coordinates of the `size` cells of space tile `tile` (all of it, in cell
     /// order) to the aggregates of `plan`'s dimensions.
     pub(super) fn scan_tile_coords(
@@ -360,3 +389,12 @@ impl<'a> DenseReader<'a> {
 /// Cells per partial aggregate of a row- or col-major aggregate (partials are computed in
 /// parallel, then folded in order).
 pub(super) const AGGREGATE_GROUP_CELLS: u64 = 1 << 16;
+
+/// Where the cells of a whole space tile come from (see [`DenseReader::block_source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BlockSource {
+    /// No fragment meets the tile: every cell holds the fill value.
+    Fill,
+    /// (fragment, tile index in it): the newest fragment meeting the tile holds all of it.
+    Tile(usize, u64),
+}

@@ -52,7 +52,7 @@ use crate::array::Array;
 use crate::condition::{ColumnView, QueryCondition};
 use crate::read::column::{FILL, OutField, Run, Source, copy_runs, empty_result, for_each_piece};
 use crate::read::order::{int_value, push_int};
-use crate::read::stats::FieldMeta;
+use crate::read::stats::{ConditionMeta, Decided, FieldMeta};
 use crate::read::subarray::Subarray;
 use crate::read::tiles::{
     DecodedTile, FieldReader, QField, TileCells, TileJob, TilePart, load_tile_part, load_tiles,
@@ -174,6 +174,8 @@ pub(crate) struct DenseReader<'a> {
     masks: HashMap<(usize, u64), Arc<Vec<bool>>>,
     /// Tile metadata loaded for aggregates: (fragment, aggregate field).
     metas: HashMap<(usize, usize), Option<Arc<FieldMeta>>>,
+    /// The condition's tile metadata by fragment, loaded when first needed.
+    cond_metas: HashMap<usize, Arc<ConditionMeta>>,
     /// Set by [`Self::presize`]: the position the output columns start at. They already hold
     /// every remaining cell (zeroed), and batches write into them in place.
     presized: Option<u64>,
@@ -347,6 +349,7 @@ impl<'a> DenseReader<'a> {
             cache: HashMap::new(),
             masks: HashMap::new(),
             metas: HashMap::new(),
+            cond_metas: HashMap::new(),
             presized: None,
         })
     }

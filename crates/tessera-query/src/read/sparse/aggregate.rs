@@ -17,10 +17,11 @@ impl<'a> SparseReader<'a> {
         if use_metadata {
             let storage = self.array.storage().as_ref();
             let (dims, neds) = (&self.dims, &self.neds);
+            let cond = self.filter.condition.as_ref();
             let found: Vec<Vec<((usize, u64), Partial)>> = self
                 .frags
                 .par_iter_mut()
-                .map(|frag| tiles_from_metadata(storage, plan, frag, dims, neds))
+                .map(|frag| tiles_from_metadata(storage, plan, frag, dims, neds, cond))
                 .collect::<Result<_>>()?;
             parts.extend(found.into_iter().flatten());
         }
@@ -126,19 +127,31 @@ pub(super) fn merge_into(
 }
 
 /// The partial aggregates of the tiles of `frag` that tile metadata answers exactly (whole
-/// tiles inside the subarray, of a fragment no condition, delete, time filter or other
-/// fragment affects), keyed by (fragment order, tile); those tiles are removed from the
-/// fragment's list.
+/// tiles inside the subarray, of a fragment no delete, time filter or other fragment
+/// affects, whose metadata shows that every cell satisfies the condition `cond`, if any),
+/// keyed by (fragment order, tile); those tiles are removed from the fragment's list.
 pub(super) fn tiles_from_metadata(
     storage: &dyn tessera_storage::Storage,
     plan: &Plan,
     frag: &mut SFrag,
     dims: &[DimType],
     neds: &[Mbr],
+    cond: Option<&QueryCondition>,
 ) -> Result<Vec<((usize, u64), Partial)>> {
-    if frag.filtered || frag.partial_ts || !frag.tiles.iter().any(|t| t.full) {
+    if (frag.filtered && !frag.cond_only) || frag.partial_ts || !frag.tiles.iter().any(|t| t.full) {
         return Ok(Vec::new());
     }
+    // With a condition, only the tiles every cell of which satisfies it.
+    let decide = match cond.filter(|_| frag.filtered) {
+        Some(c) => {
+            let meta = ConditionMeta::load(storage, &frag.fragment, c)?;
+            if meta.is_empty() {
+                return Ok(Vec::new());
+            }
+            Some((c, meta))
+        }
+        None => None,
+    };
     let alone = if frag.alone {
         vec![true; frag.tiles.len()]
     } else if frag.has_ts {
@@ -183,6 +196,11 @@ pub(super) fn tiles_from_metadata(
             return true;
         }
         let n = cells.get(ov.tile);
+        if let Some((c, meta)) = &decide
+            && meta.decide(c, ov.tile, n) != Decided::All
+        {
+            return true;
+        }
         let mut stats = Vec::with_capacity(metas.len());
         for (m, field) in metas.iter().zip(&plan.fields) {
             let Some(m) = m else {

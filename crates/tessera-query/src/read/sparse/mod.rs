@@ -68,7 +68,7 @@ use crate::read::column::{OutField, Run, Source, copy_runs, gather};
 use crate::read::meter::{Held, TileMeter};
 use crate::read::order::{GlobalOrder, cmp_bytes, ord_key, retain_in_ranges, tile_index};
 use crate::read::points::PointSet;
-use crate::read::stats::{ExactStats, FieldMeta, Want};
+use crate::read::stats::{ConditionMeta, Decided, ExactStats, FieldMeta, Want};
 use crate::read::subarray::Subarray;
 use crate::read::tiles::{DecodedTile, FieldReader, QField, TileCells, TileJob, load_tiles};
 use crate::result::ReadResult;
@@ -124,6 +124,9 @@ struct SFrag {
     processed: Option<Vec<String>>,
     /// Whether cells go through the condition, deletes or delete timestamps.
     filtered: bool,
+    /// Whether the condition is all that filters them (no deletes, no delete timestamps),
+    /// so tiles whose metadata shows every cell satisfies it are as if unfiltered.
+    cond_only: bool,
     /// The slots those read.
     filter_slots: Vec<usize>,
     /// Whether no other fragment can hold the coordinates of this one's cells (or

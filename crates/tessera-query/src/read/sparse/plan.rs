@@ -207,6 +207,7 @@ impl<'a> SparseReader<'a> {
                     )
                 });
                 let filtered = filter_ref.condition.is_some() || deleted || has_dt;
+                let cond_only = filter_ref.condition.is_some() && !deleted && !has_dt;
                 let mut filter_slots: Vec<usize> = Vec::new();
                 if filtered {
                     let mut wanted: Vec<&str> = Vec::new();
@@ -268,6 +269,7 @@ impl<'a> SparseReader<'a> {
                     t2,
                     processed,
                     filtered,
+                    cond_only,
                     filter_slots,
                     alone: skippable,
                     index,

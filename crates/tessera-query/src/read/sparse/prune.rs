@@ -13,30 +13,14 @@ pub(super) fn prune(
     tiles: &mut Vec<TileOverlap>,
     skippable: &[bool],
 ) -> Result<()> {
-    let want = Want { min_max: true, sums: false, null_counts: true };
-    // (Float min/max come with the tile sums, which tell whether a tile holds a NaN.)
-    let metas: Vec<(&str, Option<FieldMeta>)> = cond
-        .fields()
-        .into_iter()
-        .map(|name| Ok((name, FieldMeta::load(storage, f, name, want)?)))
-        .collect::<Result<_>>()?;
-    if metas.iter().all(|(_, m)| m.is_none()) {
+    let meta = ConditionMeta::load(storage, f, cond)?;
+    if meta.is_empty() {
         return Ok(());
     }
     let mut k = 0;
     tiles.retain(|ov| {
         k += 1;
-        if !skippable[k - 1] {
-            return true;
-        }
-        let n = cells.get(ov.tile);
-        cond.may_match(&|name: &str| {
-            metas
-                .iter()
-                .find(|(m, _)| *m == name)
-                .and_then(|(_, m)| m.as_ref())
-                .map(|m| m.prune_stats(ov.tile, n))
-        })
+        !skippable[k - 1] || meta.decide(cond, ov.tile, cells.get(ov.tile)) != Decided::None
     });
     Ok(())
 }
