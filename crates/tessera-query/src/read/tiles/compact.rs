@@ -143,6 +143,7 @@ impl VarIndex {
             range: &range,
             codec: codec.offsets_codec(),
             expected: n * 8,
+            var_chunks: false,
         };
         let mut bytes = Vec::new();
         gather_part(storage, part, &wanted, &mut bytes)?;
@@ -245,6 +246,7 @@ pub(crate) fn load_compact(
                 range: &range,
                 codec,
                 expected: job.cells.saturating_mul(*cell_size),
+                var_chunks: false,
             };
             let wanted = cells.bytes(*cell_size);
             let len = cells.len.saturating_mul(*cell_size);
@@ -286,6 +288,7 @@ pub(crate) fn load_compact(
                 range: &range,
                 codec: codec.data_codec(),
                 expected: var_size(job)?,
+                var_chunks: true,
             };
             // Neighbouring cells' spans touch: one range each.
             let mut wanted: Vec<Range<u64>> = Vec::with_capacity(spans.len());
@@ -308,6 +311,7 @@ pub(crate) fn load_compact(
             range: &range,
             codec: vcodec,
             expected: job.cells,
+            var_chunks: false,
         };
         let mut validity = Vec::new();
         gather_part(storage, part, &cells.bytes(1), &mut validity)?;

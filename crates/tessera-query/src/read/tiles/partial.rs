@@ -369,6 +369,9 @@ pub(crate) struct TileFile<'a> {
     pub(crate) range: &'a Range<u64>,
     pub(crate) codec: &'a TileCodec,
     pub(crate) expected: u64,
+    /// Whether the part's chunks are cut at cell boundaries (var-sized bytes): their sizes
+    /// differ, so they are never read as the plain chunk layout.
+    pub(crate) var_chunks: bool,
 }
 
 /// Appends to `out` the bytes `wanted` (byte ranges of the unfiltered part, sorted, not
@@ -388,7 +391,7 @@ pub(crate) fn gather_part(
     wanted: &[Range<u64>],
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let TileFile { file, tile, range, codec, expected } = part;
+    let TileFile { file, tile, range, codec, expected, var_chunks } = part;
     let total: u64 = wanted.iter().map(|w| w.end.saturating_sub(w.start)).sum();
     if total == 0 {
         return Ok(());
@@ -439,6 +442,7 @@ pub(crate) fn gather_part(
     let result =
         (|| {
             if codec.pipeline_codec().is_empty()
+                && !var_chunks
                 && let Some(plain) = plain_layout(storage, file, range, expected)?
             {
                 let each = |at: u64, bytes: Bytes| copy(at, &bytes);
