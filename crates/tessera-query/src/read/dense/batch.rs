@@ -131,7 +131,7 @@ impl<'a> DenseReader<'a> {
         tile: &[i128],
         n: usize,
     ) -> Vec<(String, Column)> {
-        self.cells_coords(wanted, tile, &[0..n as u64])
+        self.cells_coords(wanted, tile, std::slice::from_ref(&(0..n as u64)))
     }
 
     /// The coordinates of cells `cells` (ranges of cell-order indexes) of space tile `tile`,
