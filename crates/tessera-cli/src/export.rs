@@ -12,6 +12,11 @@ use tessera_arrow::{Projection, read_batches};
 
 use crate::read_cmd::{FormatArg, ReadArgs, configure};
 
+/// Under `--memory-budget`, the Parquet row group being encoded takes at most the budget over
+/// this (the read's batches take their own share of it; an Arrow IPC file is written batch by
+/// batch and holds nothing more).
+const PARQUET_BUDGET_SHARE: u64 = 4;
+
 /// Writes the cells `args` select to `output` in `format` (arrow or parquet).
 pub(crate) fn run(array: &Array, args: &ReadArgs, format: FormatArg, output: &Path) -> Result<()> {
     let projection = Projection { dimensions: None, attributes: args.attrs.clone() };
@@ -41,12 +46,27 @@ pub(crate) fn run(array: &Array, args: &ReadArgs, format: FormatArg, output: &Pa
     };
     match format {
         FormatArg::Parquet => {
+            // Under a budget, the row group being encoded is one more thing the export holds:
+            // it is written out once it takes its share (by the writer's estimate of its
+            // encoded size, and of the memory its column writers hold).
+            let limit = args.memory_budget.map(|b| usize::try_from(b / PARQUET_BUDGET_SHARE));
+            let limit = limit.map(|l| l.unwrap_or(usize::MAX).max(1));
+            let props = limit.map(|l| {
+                parquet::file::properties::WriterProperties::builder()
+                    .set_max_row_group_bytes(Some(l))
+                    .build()
+            });
             let mut writer =
-                parquet::arrow::ArrowWriter::try_new(file, schema, None).with_context(context)?;
+                parquet::arrow::ArrowWriter::try_new(file, schema, props).with_context(context)?;
             for batch in batches {
                 let batch = batch?;
                 counted(batch.num_rows());
                 writer.write(&batch).with_context(context)?;
+                if let Some(l) = limit
+                    && writer.memory_size() > l
+                {
+                    writer.flush().with_context(context)?;
+                }
             }
             writer.close().with_context(context)?;
         }

@@ -22,6 +22,7 @@ mod lifecycle;
 mod metadata;
 mod old_formats;
 mod read_api;
+mod read_budget_bounded;
 mod read_conditions;
 mod read_dimension_aggregates;
 mod read_evolution;

@@ -131,7 +131,19 @@ impl<'a> DenseReader<'a> {
         tile: &[i128],
         n: usize,
     ) -> Vec<(String, Column)> {
+        self.cells_coords(wanted, tile, std::slice::from_ref(&(0..n as u64)))
+    }
+
+    /// The coordinates of cells `cells` (ranges of cell-order indexes) of space tile `tile`,
+    /// one after the other, as columns of the dimensions `wanted` names.
+    pub(super) fn cells_coords(
+        &self,
+        wanted: impl Fn(&str) -> bool,
+        tile: &[i128],
+        cells: &[Range<u64>],
+    ) -> Vec<(String, Column)> {
         let schema = self.array.schema();
+        let n: u64 = cells.iter().map(|c| c.end - c.start).sum();
         let mut out = Vec::new();
         for (d, dim) in schema.dimensions.iter().enumerate() {
             if !wanted(&dim.name) {
@@ -142,8 +154,8 @@ impl<'a> DenseReader<'a> {
             let stride = self.cell_strides[d].max(1);
             let ext = dd.extent as u64;
             let mut col = Column::new(dim.name.clone(), dim.datatype, 1, false);
-            col.data.reserve(n * dim.datatype.size());
-            for i in 0..n as u64 {
+            col.data.reserve(n as usize * dim.datatype.size());
+            for i in cells.iter().flat_map(Clone::clone) {
                 push_int(dim.datatype, lo + ((i / stride) % ext) as i128, &mut col.data);
             }
             out.push((dim.name.clone(), col));
@@ -191,59 +203,6 @@ impl<'a> DenseReader<'a> {
                 let _ = v.try_reserve(cells);
             }
         }
-    }
-
-    /// The position where a batch `[p0, p1)` holding `runs` (sorted by position) reaches
-    /// `budget` bytes (at least one cell).
-    pub(super) fn cut(
-        &self,
-        p0: u64,
-        p1: u64,
-        runs: &[Run],
-        slot_list: &[(usize, u64)],
-        budget: u64,
-    ) -> u64 {
-        let fixed: u64 = self.fields.iter().map(OutField::fixed_bytes_per_cell).sum();
-        let var_fields: Vec<(usize, &OutField)> =
-            self.fields.iter().enumerate().filter(|(_, f)| f.is_var()).collect();
-        let mut used = 0u64;
-        let mut tiles: Vec<Option<&DecodedTile>> = Vec::with_capacity(var_fields.len());
-        for r in runs {
-            tiles.clear();
-            for &(i, _) in &var_fields {
-                tiles.push(
-                    (r.slot != FILL)
-                        .then(|| slot_list[r.slot as usize])
-                        .and_then(|(fi, t)| self.cache.get(&(fi, t, i)))
-                        .map(|t| &**t),
-                );
-            }
-            // Var bytes of cells `src..src + n` of the run.
-            let var_bytes = |src: u64, n: u64| -> u64 {
-                var_fields
-                    .iter()
-                    .zip(&tiles)
-                    .map(|(&(_, f), t)| match t {
-                        Some(t) => t.cells_range(src as usize, n as usize).len() as u64,
-                        None => n * f.fill.len() as u64,
-                    })
-                    .sum()
-            };
-            let run_bytes = fixed * r.len + var_bytes(r.src, r.len);
-            if used + run_bytes <= budget {
-                used += run_bytes;
-                continue;
-            }
-            // The budget ends inside this run.
-            for k in 0..r.len {
-                let b = fixed + var_bytes(r.src + k, 1);
-                if used + b > budget {
-                    return (p0 + r.dst + k).max(p0 + 1);
-                }
-                used += b;
-            }
-        }
-        p1
     }
 
     /// The coordinates of dimension `d` at positions `p0..end`, into `col` in place from

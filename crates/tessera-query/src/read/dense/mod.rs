@@ -25,12 +25,19 @@
 //! row- or col-major order for multi-range subarrays. Aggregates of dimensions scan the
 //! coordinates of the runs' positions (dense fragments store none).
 //!
+//! Under a memory budget, batches never hold the whole tiles they meet: fixed-size attributes
+//! without a condition stream from the chunks of the batch's cells ([`stream`]); the other
+//! reads load each fragment tile's cells of the batch compact, and evaluate the condition
+//! over those only ([`bounded`]).
+//!
 //! One module per part: [`geometry`] (pieces, carving, runs), [`batch`] (batch sizes,
 //! fetching, masks, coordinates), [`stream`] (the copy of fixed-size attributes straight
-//! from tiles or chunks), [`masked`] (copies through a condition's mask) and [`aggregate`].
+//! from tiles or chunks), [`bounded`] (budgeted batches of the other reads), [`masked`]
+//! (copies through a condition's mask) and [`aggregate`].
 
 mod aggregate;
 mod batch;
+mod bounded;
 mod geometry;
 mod masked;
 mod stream;
@@ -365,17 +372,23 @@ impl<'a> DenseReader<'a> {
         for (i, f) in self.fields.iter().enumerate() {
             total += f.fixed_bytes_per_cell();
             if f.is_var() {
-                let (mut bytes, mut cells) = (0u64, 0u64);
-                for fr in &self.frags {
-                    if let Some(Some(r)) = fr.readers.get(i) {
-                        bytes += r.total_var_size().unwrap_or(0);
-                        cells += fr.tile_num * fr.cells.get(0);
-                    }
-                }
-                total += if cells > 0 { bytes.div_ceil(cells) } else { f.fill.len() as u64 };
+                total += self.avg_var_bytes(i, f);
             }
         }
         total.max(1)
+    }
+
+    /// The var-sized bytes of a cell of field `i` (`f`, of the fields then the condition's
+    /// attributes), on average over the fragments' tiles (the fill value's without any).
+    fn avg_var_bytes(&self, i: usize, f: &OutField) -> u64 {
+        let (mut bytes, mut cells) = (0u64, 0u64);
+        for fr in &self.frags {
+            if let Some(Some(r)) = fr.readers.get(i) {
+                bytes += r.total_var_size().unwrap_or(0);
+                cells += fr.tile_num * fr.cells.get(0);
+            }
+        }
+        if cells > 0 { bytes.div_ceil(cells) } else { f.fill.len() as u64 }
     }
 
     /// Appends the next batch to `out` (whose columns are those of the read); `false` when
@@ -402,7 +415,11 @@ impl<'a> DenseReader<'a> {
             self.advance_cursor();
             return Ok(true);
         }
-        let (pieces, mut runs, slots) = self.prepare(p0, p1)?;
+        if let Some(budget) = self.budget {
+            self.bounded_batch(out, budget)?;
+            return Ok(true);
+        }
+        let (pieces, runs, slots) = self.prepare(p0, p1)?;
         // Under a condition, cells failing it take the fill value: fixed-size fields copy
         // whole runs through the tiles' masks; var-sized ones need the runs split where the
         // mask changes (their values have different lengths).
@@ -418,24 +435,37 @@ impl<'a> DenseReader<'a> {
             }
         }
         let slot_list = &slots.list;
-        // Cut the batch at the budget, now that var sizes are known.
-        let mut end = p1;
-        if let Some(budget) = self.budget {
-            let sized = if split.is_empty() { &runs } else { &split };
-            end = self.cut(p0, p1, sized, slot_list, budget);
-            if end < p1 {
-                truncate_runs(&mut runs, end - p0);
-                truncate_runs(&mut split, end - p0);
-            }
-        }
         let cache = &self.cache;
-        let (runs, split, masks) = (&runs, &split, &masks);
+        let tiles = |i: usize| -> Vec<Option<Arc<DecodedTile>>> {
+            slot_list.iter().map(|&(f, t)| cache.get(&(f, t, i)).cloned()).collect()
+        };
+        self.copy_batch(out, &pieces, &runs, &split, &masks, &tiles, p0, p1);
+        self.pos = p1;
+        self.advance_cursor();
+        Ok(true)
+    }
+
+    /// Appends positions `p0..end` to `out`: dimensions from `pieces`, attribute `i` from
+    /// `tiles(i)` (its tile of each slot) along `runs`, through the condition's `masks` when
+    /// there are any (fixed-size fields copied through the mask, var-sized ones along
+    /// `split`, the runs split where the mask changes).
+    #[allow(clippy::too_many_arguments)]
+    fn copy_batch(
+        &self,
+        out: &mut ReadResult,
+        pieces: &[Piece],
+        runs: &[Run],
+        split: &[Run],
+        masks: &[Arc<Vec<bool>>],
+        tiles: &(dyn Fn(usize) -> Vec<Option<Arc<DecodedTile>>> + Sync),
+        p0: u64,
+        end: u64,
+    ) {
         out.columns.par_iter_mut().zip(self.fields.par_iter()).enumerate().for_each(
             |(i, (col, field))| match field.source {
-                Source::Dim(d) => self.coord_column(None, col, field, d, &pieces, p0, end),
+                Source::Dim(d) => self.coord_column(None, col, field, d, pieces, p0, end),
                 Source::Attr(_) => {
-                    let tiles: Vec<Option<Arc<DecodedTile>>> =
-                        slot_list.iter().map(|&(f, t)| cache.get(&(f, t, i)).cloned()).collect();
+                    let tiles = tiles(i);
                     if masks.is_empty() {
                         copy_runs(field, col, runs, &tiles);
                     } else if field.is_var() {
@@ -446,9 +476,6 @@ impl<'a> DenseReader<'a> {
                 }
             },
         );
-        self.pos = end;
-        self.advance_cursor();
-        Ok(true)
     }
 
     /// Reads every remaining cell of the read's only field (a fixed-size attribute) into

@@ -7,8 +7,8 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use tessera_storage::Storage;
-use tessera_tile::PlainChunks;
 use tessera_tile::framing::CHUNK_HEADER_LEN;
+use tessera_tile::{PlainChunks, TileCodec};
 
 use super::fetch::{TileJob, read_pooled, tile_error};
 use super::locate::Codec;
@@ -284,13 +284,37 @@ fn load_plain_part(
     let Some(plain) = plain_layout(storage, file, &range, expected)? else {
         return Ok(None);
     };
+    let mut pieces = Vec::new();
+    each_plain_chunk(storage, file, &range, plain, expected, wanted, u64::MAX, |at, bytes| {
+        pieces.push((at, bytes));
+    })?;
+    Ok(Some(TilePart { pieces }))
+}
+
+/// Hands `f` the chunks (first unfiltered byte, bytes) of the tile stored without filters in
+/// the plain chunk layout `plain` at bytes `range` of `file` (`expected` bytes unfiltered)
+/// that hold bytes of `wanted` (sorted, not overlapping): chunks of neighbouring wanted
+/// ranges (within [`PART_READ_GAP`]) are read together, up to `max_read` bytes at a time,
+/// and every header read is checked.
+#[allow(clippy::too_many_arguments)]
+fn each_plain_chunk(
+    storage: &dyn Storage,
+    file: &str,
+    range: &Range<u64>,
+    plain: PlainChunks,
+    expected: u64,
+    wanted: &[Range<u64>],
+    max_read: u64,
+    mut f: impl FnMut(u64, Bytes),
+) -> Result<()> {
     let (count, size) = (plain.count(), plain.chunk_size());
     // Where chunk `k` starts in the file, and its unfiltered length.
     let chunk_at = |k: u64| range.start + plain.chunk_offset(k);
     let chunk_len = |k: u64| plain.chunk_len(k);
     const HEADER: u64 = CHUNK_HEADER_LEN as u64;
     let corrupt = |k: u64| plain_chunk_error(file, range.start, k);
-    let mut pieces = Vec::new();
+    // Chunks read at once, at most.
+    let per_read = (max_read / (size + HEADER)).max(1);
     let mut i = 0;
     while i < wanted.len() {
         let first = wanted[i].start / size;
@@ -307,21 +331,147 @@ fn load_plain_part(
             });
         }
         let last = (end - 1) / size;
-        let from = chunk_at(first);
-        let bytes = read_pooled(storage, file, from..chunk_at(last) + HEADER + chunk_len(last))?;
-        for k in first..=last {
-            let at = (chunk_at(k) - from) as usize;
-            let len = chunk_len(k);
-            let header = bytes.get(at..at + CHUNK_HEADER_LEN).ok_or_else(|| corrupt(k))?;
-            if !plain.is_chunk_header(k, header) {
-                return Err(corrupt(k));
+        let mut from_k = first;
+        while from_k <= last {
+            let to_k = last.min(from_k.saturating_add(per_read - 1));
+            let from = chunk_at(from_k);
+            let bytes =
+                read_pooled(storage, file, from..chunk_at(to_k) + HEADER + chunk_len(to_k))?;
+            for k in from_k..=to_k {
+                let at = (chunk_at(k) - from) as usize;
+                let len = chunk_len(k);
+                let header = bytes.get(at..at + CHUNK_HEADER_LEN).ok_or_else(|| corrupt(k))?;
+                if !plain.is_chunk_header(k, header) {
+                    return Err(corrupt(k));
+                }
+                let data = at + CHUNK_HEADER_LEN;
+                if data + len as usize > bytes.len() {
+                    return Err(corrupt(k));
+                }
+                f(k * size, bytes.slice(data..data + len as usize));
             }
-            let data = at + CHUNK_HEADER_LEN;
-            if data + len as usize > bytes.len() {
-                return Err(corrupt(k));
-            }
-            pieces.push((k * size, bytes.slice(data..data + len as usize)));
+            from_k = to_k + 1;
         }
     }
-    Ok(Some(TilePart { pieces }))
+    Ok(())
+}
+
+/// Reads of a tile stored without filters made by [`gather_part`] take at most this many
+/// bytes (the chunks of a batch's cells spread over a whole tile are read a few at a time).
+const GATHER_READ_BYTES: u64 = 1 << 20;
+
+/// One part of a tile (its values, offsets, var-sized bytes or validity): bytes `range` of
+/// `file`, decoded by `codec` to `expected` bytes; `tile` is its index, for errors.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TileFile<'a> {
+    pub(crate) file: &'a str,
+    pub(crate) tile: u64,
+    pub(crate) range: &'a Range<u64>,
+    pub(crate) codec: &'a TileCodec,
+    pub(crate) expected: u64,
+    /// Whether the part's chunks are cut at cell boundaries (var-sized bytes): their sizes
+    /// differ, so they are never read as the plain chunk layout.
+    pub(crate) var_chunks: bool,
+}
+
+/// Appends to `out` the bytes `wanted` (byte ranges of the unfiltered part, sorted, not
+/// overlapping) of one part of a tile, one range after the other: only the chunks holding
+/// them are decoded, one at a time into a chunk-sized buffer, so that what this holds is the
+/// bytes wanted, the chunk being decoded and the compressed part (for a part stored without
+/// filters in the plain chunk layout, only the chunks holding them are read, about
+/// [`GATHER_READ_BYTES`] at a time). Any part of any field, unlike [`load_tile_part`]: a
+/// budgeted read of nullable or var-sized fields loads each part this way.
+///
+/// # Errors
+/// As [`load_tiles`]; [`Error::Corrupt`] for wanted bytes past the part's end or that its
+/// chunks do not hold (`out` then holds what it held before).
+pub(crate) fn gather_part(
+    storage: &dyn Storage,
+    part: TileFile<'_>,
+    wanted: &[Range<u64>],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let TileFile { file, tile, range, codec, expected, var_chunks } = part;
+    let total: u64 = wanted.iter().map(|w| w.end.saturating_sub(w.start)).sum();
+    if total == 0 {
+        return Ok(());
+    }
+    let corrupt = |reason: String| Error::Corrupt { file: file.to_owned(), reason };
+    if let Some(w) = wanted.last()
+        && w.end > expected
+    {
+        return Err(corrupt(format!(
+            "tile {tile}: bytes ..{} asked of a {expected}-byte tile",
+            w.end
+        )));
+    }
+    let start = out.len();
+    let len = usize::try_from(total).ok().filter(|&n| out.try_reserve(n).is_ok());
+    let Some(len) = len else {
+        return Err(corrupt(format!("tile {tile}: {total} bytes cannot be held")));
+    };
+    out.resize(start + len, 0);
+    // Where each wanted range goes in `out`.
+    let mut bases = Vec::with_capacity(wanted.len());
+    let mut at = start;
+    for w in wanted {
+        bases.push(at);
+        at += (w.end - w.start) as usize;
+    }
+    let (mut copied, mut first) = (0u64, 0usize);
+    let dst = out.as_mut_slice();
+    let mut copy = |chunk_start: u64, chunk: &[u8]| {
+        let chunk_end = chunk_start + chunk.len() as u64;
+        while first < wanted.len() && wanted[first].end <= chunk_start {
+            first += 1;
+        }
+        for (w, &base) in wanted[first..].iter().zip(&bases[first..]) {
+            if w.start >= chunk_end {
+                break;
+            }
+            let (lo, hi) = (chunk_start.max(w.start), chunk_end.min(w.end));
+            if lo < hi {
+                let to = base + (lo - w.start) as usize;
+                dst[to..to + (hi - lo) as usize].copy_from_slice(
+                    &chunk[(lo - chunk_start) as usize..(hi - chunk_start) as usize],
+                );
+                copied += hi - lo;
+            }
+        }
+    };
+    let result =
+        (|| {
+            if codec.pipeline_codec().is_empty()
+                && !var_chunks
+                && let Some(plain) = plain_layout(storage, file, range, expected)?
+            {
+                let each = |at: u64, bytes: Bytes| copy(at, &bytes);
+                return each_plain_chunk(
+                    storage,
+                    file,
+                    range,
+                    plain,
+                    expected,
+                    wanted,
+                    GATHER_READ_BYTES,
+                    each,
+                );
+            }
+            let bytes = read_pooled(storage, file, range.clone())?;
+            let mut buf = Vec::new();
+            codec
+                .decode_chunks_with(&bytes, expected, wanted, &mut buf, &mut copy)
+                .map_err(tile_error(file, tile, range.start, bytes.len()))
+        })();
+    if let Err(e) = result {
+        out.truncate(start);
+        return Err(e);
+    }
+    if copied != total {
+        out.truncate(start);
+        return Err(corrupt(format!(
+            "tile {tile}: its chunks hold {copied} of the {total} bytes asked of it"
+        )));
+    }
+    Ok(())
 }
