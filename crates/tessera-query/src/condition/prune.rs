@@ -147,13 +147,7 @@ fn leaf_may_match(l: &Leaf, s: &TileStats<'_>) -> bool {
             range_test(l.op, i128::from(lo), i128::from(hi), v)
         }
         Kind::F32 | Kind::F64 => {
-            let f = |b: &[u8]| -> Option<f64> {
-                match (l.kind, b.len()) {
-                    (Kind::F32, 4) => Some(f64::from(f32::from_le_bytes(b.try_into().ok()?))),
-                    (Kind::F64, 8) => Some(f64::from_le_bytes(b.try_into().ok()?)),
-                    _ => None,
-                }
-            };
+            let f = |b: &[u8]| float_value(l.kind, b);
             let (Some(lo), Some(hi)) = (f(min), f(max)) else { return true };
             if lo.is_nan() || hi.is_nan() || lo > hi {
                 return true;
@@ -194,6 +188,16 @@ fn leaf_may_match(l: &Leaf, s: &TileStats<'_>) -> bool {
             }
         }
         _ => true,
+    }
+}
+
+/// A float cell or value of kind `kind` (`F32` or `F64`) as `f64`; `None` for other kinds
+/// or sizes.
+fn float_value(kind: Kind, b: &[u8]) -> Option<f64> {
+    match (kind, b.len()) {
+        (Kind::F32, 4) => Some(f64::from(f32::from_le_bytes(b.try_into().ok()?))),
+        (Kind::F64, 8) => Some(f64::from_le_bytes(b.try_into().ok()?)),
+        _ => None,
     }
 }
 
@@ -278,13 +282,7 @@ fn leaf_must_match(l: &Leaf, s: &TileStats<'_>) -> bool {
             if l.op.is_set() {
                 return false;
             }
-            let f = |b: &[u8]| -> Option<f64> {
-                match (l.kind, b.len()) {
-                    (Kind::F32, 4) => Some(f64::from(f32::from_le_bytes(b.try_into().ok()?))),
-                    (Kind::F64, 8) => Some(f64::from_le_bytes(b.try_into().ok()?)),
-                    _ => None,
-                }
-            };
+            let f = |b: &[u8]| float_value(l.kind, b);
             let (Some(lo), Some(hi), Some(v)) = (f(min), f(max), f(&l.value)) else {
                 return false;
             };
