@@ -209,22 +209,14 @@ pub(super) enum Loaded {
 /// The byte ranges of a tile that the copies `group` (field, first cell, destination) read,
 /// sorted and merged.
 pub(super) fn wanted_bytes(group: &[(usize, u64, &mut [u8])], size: usize) -> Vec<Range<u64>> {
-    let mut wanted: Vec<Range<u64>> = group
+    let wanted: Vec<Range<u64>> = group
         .iter()
         .map(|(_, src, dst)| {
             let start = src * size as u64;
             start..start + dst.len() as u64
         })
         .collect();
-    wanted.sort_unstable_by_key(|w| w.start);
-    let mut merged: Vec<Range<u64>> = Vec::with_capacity(wanted.len());
-    for w in wanted {
-        match merged.last_mut() {
-            Some(last) if w.start <= last.end => last.end = last.end.max(w.end),
-            _ => merged.push(w),
-        }
-    }
-    merged
+    crate::read::tiles::merge_ranges(wanted)
 }
 
 /// The bytes of `col` (of `size`-byte cells) where positions `p0..p0 + n` go: in place when

@@ -32,14 +32,7 @@ impl CellRanges {
     /// The union of `cells` (ranges of tile cells, in any order, overlapping or not).
     pub(crate) fn new(mut cells: Vec<Range<u64>>) -> Self {
         cells.retain(|c| c.start < c.end);
-        cells.sort_unstable_by_key(|c| c.start);
-        let mut ranges: Vec<Range<u64>> = Vec::with_capacity(cells.len());
-        for c in cells {
-            match ranges.last_mut() {
-                Some(last) if c.start <= last.end => last.end = last.end.max(c.end),
-                _ => ranges.push(c),
-            }
-        }
+        let ranges = merge_ranges(cells);
         let mut bases = Vec::with_capacity(ranges.len());
         let mut len = 0;
         for r in &ranges {
@@ -80,6 +73,19 @@ impl CellRanges {
     fn bytes(&self, size: u64) -> Vec<Range<u64>> {
         self.ranges.iter().map(|r| r.start * size..r.end * size).collect()
     }
+}
+
+/// `ranges` sorted, with those that overlap or touch merged into one.
+pub(crate) fn merge_ranges(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    ranges.sort_unstable_by_key(|r| r.start);
+    let mut merged: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
 }
 
 /// The offsets of a var-sized field at some cells of a tile ([`CellRanges`]): for each
