@@ -20,7 +20,11 @@
 //!   `consolidate` or `write` (below). An op the driver does not know prints
 //!   `{"unsupported": "..."}` and exits 0, and the orchestrator shows the row without a
 //!   Tessera time.
-//! * `open_in_timer`: whether opening the array is timed (else only the queries are).
+//! * `open_in_timer`: whether opening the array is timed (else only the queries are). A
+//!   dense read of one fixed-size, non-nullable attribute with every dimension's ranges given
+//!   fills a buffer mapped as numpy maps a large result (huge pages asked for), as the Python
+//!   package's reads do (`ReadQuery::read_into`; the mapping is timed);
+//!   `TESSERA_BENCH_VEC=1` makes it return the engine's result columns instead.
 //! * `layout`: `row-major`, `col-major`, `global` or `unordered` (absent: the engine's
 //!   default). `dims` / `attrs`: the fields returned (dimensions first).
 //! * `ranges`: per dimension, in order, a list of inclusive `[low, high]` ranges (integers,
@@ -189,8 +193,8 @@ struct Checksum {
 
 impl Checksum {
     fn add_column(&mut self, col: &Column) {
-        self.bytes = self.bytes.wrapping_add(col.data.len() as u64);
         if let Some(offsets) = &col.offsets {
+            self.bytes = self.bytes.wrapping_add(col.data.len() as u64);
             self.sum = self.sum.wrapping_add(sum_bytes(&col.data));
             let total = col.data.len() as u64;
             for (i, &start) in offsets.iter().enumerate() {
@@ -200,18 +204,22 @@ impl Checksum {
             }
             return;
         }
-        let s = match col.cell_size() {
-            Some(8) => col
-                .data
+        self.add_fixed(&col.data, col.cell_size());
+    }
+
+    /// Fixed-size cells of `cell_size` bytes.
+    fn add_fixed(&mut self, data: &[u8], cell_size: Option<usize>) {
+        self.bytes = self.bytes.wrapping_add(data.len() as u64);
+        let s = match cell_size {
+            Some(8) => data
                 .chunks_exact(8)
                 .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
                 .fold(0u64, u64::wrapping_add),
-            Some(4) => col
-                .data
+            Some(4) => data
                 .chunks_exact(4)
                 .map(|c| u64::from(u32::from_le_bytes(c.try_into().unwrap_or_default())))
                 .fold(0u64, u64::wrapping_add),
-            _ => sum_bytes(&col.data),
+            _ => sum_bytes(data),
         };
         self.sum = self.sum.wrapping_add(s);
     }
@@ -308,7 +316,26 @@ fn read_all(spec: &Spec) -> Result<ReadOutcome> {
     }
     let mut cells = 0u64;
     let mut checksum = Checksum::default();
+    let into = into_buffer(&array, spec, layout);
     for (i, q) in spec.queries.iter().enumerate() {
+        if let Some((attr, size)) = into
+            && let Some(n) = box_cells(&array, q)
+        {
+            let start = Instant::now();
+            // Memory as numpy allocates a large result: an anonymous mapping with the
+            // kernel's huge pages asked for (`madvise(MADV_HUGEPAGE)`), filled in place.
+            let mut buf = memmap2::MmapMut::map_anon(n as usize * size)
+                .with_context(|| format!("mapping the result of query {i}"))?;
+            #[cfg(unix)]
+            buf.advise(memmap2::Advice::HugePage).context("madvise(MADV_HUGEPAGE)")?;
+            build_query(&array, spec, q, layout)?
+                .read_into(attr, &mut buf)
+                .with_context(|| format!("query {i} of {}", spec.workload))?;
+            timed += start.elapsed();
+            cells += n;
+            checksum.add_fixed(&buf, Some(size));
+            continue;
+        }
         let start = Instant::now();
         let result = build_query(&array, spec, q, layout)?
             .execute()
@@ -317,6 +344,48 @@ fn read_all(spec: &Spec) -> Result<ReadOutcome> {
         account(&result, &spec.checksum_field, &mut cells, &mut checksum)?;
     }
     Ok(ReadOutcome { seconds: timed.as_secs_f64(), cells, checksum, setup_rss })
+}
+
+/// The attribute and cell size of a read that fills a caller-provided buffer
+/// ([`ReadQuery::read_into`](tessera::layers::query::ReadQuery::read_into)), as the Python
+/// package fills numpy's memory: a dense array, one fixed-size non-nullable attribute and no
+/// dimension returned, no condition, row- or col-major. `TESSERA_BENCH_VEC=1` turns it off
+/// (every read then returns the engine's own result columns).
+fn into_buffer<'s>(
+    array: &tessera::Array,
+    spec: &'s Spec,
+    layout: Option<ReadLayout>,
+) -> Option<(&'s str, usize)> {
+    if std::env::var_os("TESSERA_BENCH_VEC").is_some_and(|v| v == "1") {
+        return None;
+    }
+    let schema = array.schema();
+    let ([attr], [], None) = (spec.attrs.as_slice(), spec.dims.as_slice(), &spec.condition) else {
+        return None;
+    };
+    let a = schema.attribute(attr)?;
+    let ordered = matches!(layout, None | Some(ReadLayout::RowMajor | ReadLayout::ColMajor));
+    (schema.is_dense() && ordered && !a.nullable).then_some(())?;
+    Some((attr.as_str(), a.cell_size()?))
+}
+
+/// The cells of a query whose ranges give every dimension integer bounds (else `None`).
+fn box_cells(array: &tessera::Array, q: &QuerySpec) -> Option<u64> {
+    let dims = &array.schema().dimensions;
+    let mut cells = 1u64;
+    for d in dims {
+        let (_, ranges) = q.ranges.iter().find(|(name, _)| *name == d.name)?;
+        let mut n = 0u64;
+        for r in ranges {
+            n += match r {
+                (Bound::Int(lo), Bound::Int(hi)) if hi >= lo => hi.abs_diff(*lo) + 1,
+                (Bound::UInt(lo), Bound::UInt(hi)) if hi >= lo => hi - lo + 1,
+                _ => return None,
+            };
+        }
+        cells = cells.checked_mul(n)?;
+    }
+    Some(cells)
 }
 
 /// Creates a fresh array with the schema of the spec's `array` at `<scratch>/tessera`,

@@ -302,18 +302,25 @@ fn real_main() -> Result<()> {
             let mut cmd = Command::new(&cargo);
             cmd.current_dir(&root).args(["test", "--workspace"]).args(&cargo_args);
             run(&mut cmd, "cargo test --workspace")?;
-            // The facade's optional features (the ndarray round trips). `tessera-storage/testing`
-            // is on in the workspace run (dev-dependencies), so asking for it here too lets
-            // this run reuse that build of the engine instead of compiling it again.
-            let mut cmd = Command::new(&cargo);
-            cmd.current_dir(&root).args([
-                "test",
-                "-p",
-                "tessera",
-                "--features",
-                "ndarray,tessera-storage/testing",
-            ]);
-            run(cmd.args(&cargo_args), "cargo test -p tessera --features ndarray")?;
+            // The facade's optional feature: the ndarray round trips and the `nd` module's
+            // examples, only (the facade's other tests ran above, and do not change with it).
+            // `tessera-storage/testing` is on in the workspace run (dev-dependencies), so
+            // asking for it here too lets this run reuse that build of the engine.
+            for target in ["--test=ndarray", "--doc"] {
+                let mut cmd = Command::new(&cargo);
+                cmd.current_dir(&root).args([
+                    "test",
+                    "-p",
+                    "tessera",
+                    "--features",
+                    "ndarray,tessera-storage/testing",
+                    target,
+                ]);
+                run(
+                    cmd.args(&cargo_args),
+                    &format!("cargo test -p tessera --features ndarray {target}"),
+                )?;
+            }
             // The S3 tests are #[ignore]d in plain `cargo test`: they start moto's S3 server
             // from the venv on loopback, here.
             let dashes = cargo_args.iter().position(|a| a == "--").unwrap_or(cargo_args.len());
@@ -387,7 +394,7 @@ fn python_checks(root: &Path, python: &Path) -> Result<()> {
         // keep the extension's own profile (thin LTO, no debug info).
         .env("CARGO_TARGET_DIR", target_dir(root))
         .env("CARGO_PROFILE_RELEASE_LTO", "false")
-        .env("CARGO_PROFILE_RELEASE_DEBUG", "1");
+        .env("CARGO_PROFILE_RELEASE_DEBUG", release_debug());
     run(&mut cmd, "pip install ./python")?;
     println!("xtask: python -m pytest python/tests");
     let mut cmd = Command::new(python);
@@ -395,6 +402,12 @@ fn python_checks(root: &Path, python: &Path) -> Result<()> {
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "python/tests"])
         .env("PYTHONDONTWRITEBYTECODE", "1");
     run(&mut cmd, "pytest python/tests")
+}
+
+/// The debug level of the workspace's release builds: `CARGO_PROFILE_RELEASE_DEBUG` when set
+/// (CI sets 0), else `[profile.release]`'s 1, so that the extension's build matches them.
+fn release_debug() -> String {
+    std::env::var("CARGO_PROFILE_RELEASE_DEBUG").unwrap_or_else(|_| "1".to_owned())
 }
 
 /// The Ballista part of `cargo xtask test`. `crates/tessera-ballista` is outside the workspace
