@@ -111,6 +111,19 @@ def test_sparse_df_dtypes(sparse):
     assert df["ns"].isna().tolist() == ref["ns"].isna().tolist()
 
 
+def test_plain_numeric_df_is_tiledb_pys_frame_without_arrow_copy(sparse):
+    # only one-value numeric columns without validity: built from the engine's buffers
+    # directly; the frame must be what tiledb-py's Arrow path gives, and usable in place
+    sel = lambda A: A.query(attrs=["i8", "u64", "f32"], dims=["x"]).df[:]  # noqa: E731
+    df = read_both(sparse, sel)
+    assert isinstance(df.index, pd.RangeIndex)
+    with engine.open(sparse) as E:
+        got = sel(E)
+    got["f32"] += 1
+    got.loc[0, "i8"] = 7
+    assert got.loc[0, "i8"] == 7
+
+
 def test_sparse_df_query(sparse):
     read_both(sparse, lambda A: A.query(attrs=["s", "f32"]).df[:])
     read_both(sparse, lambda A: A.query(attrs=["s"], dims=["t"]).df[:])

@@ -359,13 +359,12 @@ fn check_offsets(offsets: &[u64], len: u64) -> std::result::Result<(), String> {
 /// rather than coalesced with their neighbours.
 const POOLED_READ_BYTES: u64 = 1 << 20;
 
-/// Bytes `range` of `file`, in a buffer of the tile pool when they are many (see `pool`).
+/// Bytes `range` of `file`, in a buffer of the tile pool when they are many (see `pool`): a
+/// pooled one, or a new one that joins the pool when its last holder drops it, so that the
+/// tiles read after it reuse its pages instead of faulting in fresh ones.
 pub(super) fn read_pooled(storage: &dyn Storage, file: &str, range: Range<u64>) -> Result<Bytes> {
     let len = usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(usize::MAX);
     let mut buf = crate::read::pool::take(len);
-    if buf.capacity() == 0 {
-        return storage.read_range(file, range).map_err(|e| crate::fragment::removed_or(e, file));
-    }
     storage
         .read_range_into(file, range, &mut buf)
         .map_err(|e| crate::fragment::removed_or(e, file))?;
