@@ -324,7 +324,11 @@ fn read_all(spec: &Spec) -> Result<ReadOutcome> {
             let start = Instant::now();
             // Memory as numpy allocates a large result: an anonymous mapping with the
             // kernel's huge pages asked for (`madvise(MADV_HUGEPAGE)`), filled in place.
-            let mut buf = memmap2::MmapMut::map_anon(n as usize * size)
+            let len = usize::try_from(n)
+                .ok()
+                .and_then(|n| n.checked_mul(size))
+                .with_context(|| format!("query {i}: {n} cells of {size} bytes do not fit"))?;
+            let mut buf = memmap2::MmapMut::map_anon(len)
                 .with_context(|| format!("mapping the result of query {i}"))?;
             #[cfg(unix)]
             buf.advise(memmap2::Advice::HugePage).context("madvise(MADV_HUGEPAGE)")?;
@@ -369,7 +373,8 @@ fn into_buffer<'s>(
     Some((attr.as_str(), a.cell_size()?))
 }
 
-/// The cells of a query whose ranges give every dimension integer bounds (else `None`).
+/// The cells of a query whose ranges give every dimension integer bounds, if any (else
+/// `None`).
 fn box_cells(array: &tessera::Array, q: &QuerySpec) -> Option<u64> {
     let dims = &array.schema().dimensions;
     let mut cells = 1u64;
@@ -377,15 +382,17 @@ fn box_cells(array: &tessera::Array, q: &QuerySpec) -> Option<u64> {
         let (_, ranges) = q.ranges.iter().find(|(name, _)| *name == d.name)?;
         let mut n = 0u64;
         for r in ranges {
-            n += match r {
-                (Bound::Int(lo), Bound::Int(hi)) if hi >= lo => hi.abs_diff(*lo) + 1,
-                (Bound::UInt(lo), Bound::UInt(hi)) if hi >= lo => hi - lo + 1,
+            let len = match r {
+                (Bound::Int(lo), Bound::Int(hi)) if hi >= lo => hi.abs_diff(*lo).checked_add(1)?,
+                (Bound::UInt(lo), Bound::UInt(hi)) if hi >= lo => (hi - lo).checked_add(1)?,
                 _ => return None,
             };
+            n = n.checked_add(len)?;
         }
         cells = cells.checked_mul(n)?;
     }
-    Some(cells)
+    // (an empty box reads through the result columns: nothing to map)
+    (cells > 0).then_some(cells)
 }
 
 /// Creates a fresh array with the schema of the spec's `array` at `<scratch>/tessera`,
