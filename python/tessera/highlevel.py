@@ -167,13 +167,32 @@ def _fragment_mbrs(path: str, dims):
         for _ in range(nlevels):
             n = struct.unpack_from("<Q", payload, pos)[0]
             pos += 8
-            level = []
-            for _ in range(n):
-                mbr, pos = _parse_ranges(payload, pos, dims)
-                level.append(mbr)
+            level, pos = _parse_level(payload, pos, n, dims)
             leaves = tuple(level)
         return leaves
     return ()
+
+
+def _parse_level(buf: bytes, pos: int, n: int, dims):
+    """The ``n`` MBRs of an R-tree level at ``pos`` and the position after them: with only
+    fixed-size dimensions, one structured read of the whole level (records of a low and a high
+    bound per dimension) instead of one parse per MBR."""
+    if any(d.isvar for d in dims):
+        level = []
+        for _ in range(n):
+            mbr, pos = _parse_ranges(buf, pos, dims)
+            level.append(mbr)
+        return level, pos
+    record = np.dtype([(f"d{i}", _types_value_dtype(d), (2,)) for i, d in enumerate(dims)])
+    if pos + n * record.itemsize > len(buf):
+        raise ValueError(f"R-tree level of {n} MBRs at byte {pos} runs past the {len(buf)}-byte tile")
+    recs = np.frombuffer(buf, dtype=record, count=n, offset=pos)
+    cols = [recs[f"d{i}"] for i in range(len(dims))]
+    level = [
+        tuple((_py_value(c[k, 0], d), _py_value(c[k, 1], d)) for c, d in zip(cols, dims))
+        for k in range(n)
+    ]
+    return level, pos + n * record.itemsize
 
 
 def _consolidated_meta_names(array_path: str) -> set:

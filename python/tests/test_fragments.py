@@ -144,3 +144,24 @@ def test_not_an_array(tmp_path):
         tiledb.array_fragments(str(tmp_path / "nothing"))
     with pytest.raises(engine.TileDBError):
         engine.array_fragments(str(tmp_path / "nothing"))
+
+
+def test_mbrs_of_fixed_size_dimensions(tmp_path, writer):
+    # only fixed-size dimensions (integers, floats, datetimes): the R-tree levels are read as
+    # whole records; many tiles, so that the tree has levels above its leaves
+    uri = str(tmp_path / "m")
+    dom = writer.Domain(
+        writer.Dim("x", domain=(-1000, 1000), tile=100, dtype=np.int64),
+        writer.Dim("f", domain=(0.0, 1.0), tile=0.5, dtype=np.float64),
+        writer.Dim("t", domain=(np.datetime64(0, "s"), np.datetime64(10**6, "s")), tile=np.timedelta64(1000, "s"), dtype="datetime64[s]"),
+    )
+    schema = writer.ArraySchema(domain=dom, attrs=[writer.Attr("a", dtype=np.int32)], sparse=True, capacity=4)
+    writer.Array.create(uri, schema)
+    rng = np.random.default_rng(3)
+    n = 300
+    with writer.open(uri, "w", timestamp=7) as A:
+        A[rng.integers(-1000, 1000, n), rng.random(n), rng.integers(0, 10**6, n).astype("datetime64[s]")] = {
+            "a": np.arange(n, dtype=np.int32)
+        }
+    ref = _fragments_same(uri, include_mbrs=True)
+    assert len(ref.mbrs[0]) >= 70
