@@ -1267,11 +1267,11 @@ class DataFrameIndexer(MultiRangeIndexer):
             res = _convert(cols, a._fields, a.schema._enums, mask_nulls=False, labels=True)
             df = pd.DataFrame(OrderedDict((n, res[n]) for n in names))
             return _update_df_from_meta(df, a, self.query.index_col)
-        if not return_arrow and _plain_numeric(a, cols, names):
+        by_name = {c[0]: c for c in cols}
+        if not return_arrow and _plain_numeric(a, by_name, names):
             # What Arrow's to_pandas would give, without its copy of every column into a
             # new block: the engine's buffers become the frame's columns as they are.
-            by_name = {c[0]: c[1] for c in cols}
-            df = pd.DataFrame({n: by_name[n].view(a._fields[n].dtype) for n in names}, copy=False)
+            df = pd.DataFrame({n: by_name[n][1].view(a._fields[n].dtype) for n in names}, copy=False)
             return _update_df_from_meta(df, a, self.query.index_col)
         table = _arrow_table(a, cols, names)
         if return_arrow:
@@ -1280,16 +1280,16 @@ class DataFrameIndexer(MultiRangeIndexer):
         return _update_df_from_meta(df, a, self.query.index_col)
 
 
-def _plain_numeric(a, cols, names):
-    """Whether every column is one integer or float (not half) value per cell, with no
-    validity and no enumeration: the columns Arrow's pandas conversion gives back unchanged."""
-    by_name = {c[0]: c for c in cols}
+def _plain_numeric(a, by_name, names):
+    """Whether every column (``by_name``: the read's columns by name) is one integer or
+    float (not half) value per cell, with no validity and no enumeration: the columns Arrow's
+    pandas conversion gives back unchanged."""
     for n in names:
         f = a._fields[n]
-        _, data, offsets, validity, objects = by_name[n]
+        _, _data, offsets, validity, objects = by_name[n]
         if (f.ncells != 1 or f.enum is not None or offsets is not None or validity is not None
-                or objects is not None or f.dtype.kind not in "iuf" or f.dtype.itemsize < 4
-                and f.dtype.kind == "f"):
+                or objects is not None or f.dtype.kind not in "iuf"
+                or (f.dtype.kind == "f" and f.dtype.itemsize < 4)):
             return False
     return bool(names)
 

@@ -757,7 +757,21 @@ impl Merger<'_> {
     }
 }
 
+/// A sparse consolidation. Its tile reads keep their buffers in the read pool as a read's do
+/// (`read::pool`): held to a share of the memory budget while it runs, given back at its end
+/// (the dense one reads through [`ReadQuery::batches`](crate::read::ReadQuery::batches),
+/// which does both).
 fn sparse(array: &Array, options: &Options) -> Result<Report> {
+    if let Some(b) = options.memory_budget {
+        crate::read::pool::limit(b / crate::read::BUDGET_POOL_SHARE);
+    }
+    let report = sparse_merge(array, options);
+    crate::read::pool::release();
+    report
+}
+
+/// [`sparse`]'s merge of every fragment's cells.
+fn sparse_merge(array: &Array, options: &Options) -> Result<Report> {
     let schema = array.schema();
     let frags: Vec<Arc<Fragment>> = array.fragments().to_vec();
     let storage = array.storage().as_ref();

@@ -52,7 +52,7 @@ mod dense;
 mod meter;
 pub(crate) mod order;
 mod points;
-mod pool;
+pub(crate) mod pool;
 pub(crate) mod sparse;
 pub(crate) mod stats;
 pub(crate) mod subarray;
