@@ -70,7 +70,9 @@ def main() -> None:
     client = distributed.Client(cluster)
     rows = []
 
-    def row(name, tessera_fn, tiledb_fn, same):
+    def row(name, tessera_fn, tiledb_fn, same, prepare=None, check=None):
+        """Times ``tessera_fn`` against ``tiledb_fn``; ``prepare(engine)`` runs before each
+        timed call and ``check(engine)`` after it (untimed), its result being the answer."""
         if args.only and args.only not in name:
             return
         times = {"tessera": [], "tiledb": []}
@@ -83,11 +85,13 @@ def main() -> None:
                 order.reverse()
             for engine, fn in order:
                 client.run(lambda: __import__("gc").collect())
+                if prepare:
+                    prepare(engine)
                 c0 = sum(client.run(_cpu_seconds).values())
                 t, out = _timed(fn)
                 cpu[engine].append(sum(client.run(_cpu_seconds).values()) - c0)
                 times[engine].append(t)
-                answers[engine] = out
+                answers[engine] = check(engine) if check else out
             loads.append(os.getloadavg()[0])
         if not same(answers["tessera"], answers["tiledb"]):
             raise SystemExit(f"{name}: the engines disagree: {answers}")
@@ -153,21 +157,19 @@ def main() -> None:
     src = src.persist()
     SCRATCH.mkdir(parents=True, exist_ok=True)
 
-    def write_ours():
-        out = SCRATCH / "tessera"
-        shutil.rmtree(out, ignore_errors=True)
-        tdask.to_tessera(src, str(out), attr="a")
-        with tiledb.open(str(out)) as A:
-            return int(A.query(attrs=["a"]).agg("sum")[:])
+    # The write alone is timed: the output folder is removed before, and read back by
+    # libtiledb for the answer after, outside the time.
+    def clear(engine):
+        shutil.rmtree(SCRATCH / engine, ignore_errors=True)
 
-    def write_theirs():
-        out = SCRATCH / "tiledb"
-        shutil.rmtree(out, ignore_errors=True)
-        da.to_tiledb(src, str(out))
-        with tiledb.open(str(out)) as A:
+    def read_back(engine):
+        with tiledb.open(str(SCRATCH / engine)) as A:
             return int(A.query().agg("sum")[:])
 
-    row("write 400 MB: to_tessera / to_tiledb", write_ours, write_theirs, lambda a, b: a == b)
+    row("write 400 MB: to_tessera / to_tiledb",
+        lambda: tdask.to_tessera(src, str(SCRATCH / "tessera"), attr="a"),
+        lambda: da.to_tiledb(src, str(SCRATCH / "tiledb")),
+        lambda a, b: a == b, prepare=clear, check=read_back)
     shutil.rmtree(SCRATCH, ignore_errors=True)
     out = ROOT / "target" / "bench" / "dask-summary.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -70,6 +70,7 @@ use crate::{Error, Result};
 mod scan;
 mod sum;
 
+pub(crate) use scan::count_true;
 use scan::*;
 use sum::*;
 

@@ -227,10 +227,26 @@ pub(super) trait Fast: Value + bytemuck::Pod {
     const LO: Self;
     /// `|v|` as an `f64`, for the overflow bound of float sums.
     fn mag(self) -> f64;
+    /// `if s { a } else { b }` as a select, not a branch: selections of random cells would
+    /// mispredict half the branches, and vector loops need selects.
+    fn pick(s: bool, a: Self, b: Self) -> Self;
+}
+
+/// [`Fast::pick`]: integers by arithmetic on the selection's byte (`a + ((b - a) & m)`, `m`
+/// all ones when not selected), which the compiler keeps as vector arithmetic; floats by
+/// an unpredictable select.
+macro_rules! pick_impl {
+    (false, $t:ty, $s:expr, $a:expr, $b:expr) => {{
+        let m = <$t>::from($s).wrapping_sub(1);
+        $a.wrapping_add($b.wrapping_sub($a) & m)
+    }};
+    (true, $t:ty, $s:expr, $a:expr, $b:expr) => {
+        std::hint::select_unpredictable($s, $a, $b)
+    };
 }
 
 macro_rules! fast_impl {
-    ($($t:ty: $float:expr, $narrow:expr, $hi:expr, $lo:expr);*) => {$(
+    ($($t:ty: $float:tt, $narrow:expr, $hi:expr, $lo:expr);*) => {$(
         impl Fast for $t {
             const FLOAT: bool = $float;
             const NARROW: bool = $narrow;
@@ -239,6 +255,10 @@ macro_rules! fast_impl {
             #[inline(always)]
             fn mag(self) -> f64 {
                 (self as f64).abs()
+            }
+            #[inline(always)]
+            fn pick(s: bool, a: $t, b: $t) -> $t {
+                pick_impl!($float, $t, s, a, b)
             }
         }
     )*};
@@ -256,15 +276,20 @@ fast_impl!(
 /// overflow 48 bits).
 pub(super) const SUM_BLOCK: usize = 1 << 16;
 
+/// Values a float sum gathers at once before adding them (a buffer on the stack).
+const COMPACT: usize = 1024;
+
 /// Lanes of the float min/max reductions.
 pub(super) const LANES: usize = 8;
 
 /// Aggregates a run of cells of `T` (`data`: their bytes; `validity`: one byte per cell;
 /// `mask`: which cells are selected), with exactly the results of [`scan_num`] (which takes
-/// the cells one by one), in loops the compiler vectorises: counts as sums of bytes; narrow
-/// integer sums by sub-blocks in the sum type, checked against overflow before; float sums
-/// in cell order (the rounding of a sequential sum), without the per-cell overflow test
-/// when a bound shows none can happen; minimum and maximum by lanes, with the first value
+/// the cells one by one), in loops the compiler vectorises: the selection (mask and
+/// validity) is one `bool` per cell, walked in step with the values, never branched on;
+/// counts are sums of bytes; narrow integer sums go by sub-blocks in the sum type, checked
+/// against overflow before; float sums add in cell order (the rounding of a sequential sum;
+/// cells not selected add `-0.0`, which changes nothing), without the per-cell overflow test
+/// when a bound shows none can happen; minimum and maximum go by lanes, with the first value
 /// kept among equal ones (`-0.0` and `0.0`) and a `NaN` first value kept, as `<` and `>`
 /// from the first value do.
 pub(super) fn scan_block<T: Fast>(
@@ -274,45 +299,23 @@ pub(super) fn scan_block<T: Fast>(
     validity: Option<&[u8]>,
     mask: Option<&[bool]>,
 ) {
-    // One monomorphic loop body per kind of selection, so that none tests options per cell.
     let n = vals.len();
-    match (mask, validity) {
-        (None, None) => scan_sel(field, acc, vals, validity, mask, |_| true),
-        (Some(m), None) => {
-            let m = &m[..n];
-            scan_sel(field, acc, vals, validity, mask, |i| m[i])
-        }
+    let count = count_true;
+    let masked = mask.map_or(n as u64, |m| count(&m[..n]));
+    let both: Vec<bool>;
+    let sel: Option<&[bool]> = match (mask, validity) {
+        (None, None) => None,
+        (Some(m), None) => Some(&m[..n]),
         (None, Some(v)) => {
-            let v = &v[..n];
-            scan_sel(field, acc, vals, validity, mask, |i| v[i] != 0)
+            both = v[..n].iter().map(|&b| b != 0).collect();
+            Some(&both)
         }
         (Some(m), Some(v)) => {
-            let (m, v) = (&m[..n], &v[..n]);
-            scan_sel(field, acc, vals, validity, mask, |i| m[i] & (v[i] != 0))
+            both = m[..n].iter().zip(&v[..n]).map(|(&a, &b)| a & (b != 0)).collect();
+            Some(&both)
         }
-    }
-}
-
-/// [`scan_block`] with `sel(i)`: whether cell `i` is selected and not null.
-#[inline(always)]
-pub(super) fn scan_sel<T: Fast>(
-    field: &AggField,
-    acc: &mut FieldAcc,
-    vals: &[T],
-    validity: Option<&[u8]>,
-    mask: Option<&[bool]>,
-    sel: impl Fn(usize) -> bool + Copy,
-) {
-    let n = vals.len();
-    let val = |i: usize| vals[i];
-    // Counts.
-    let picked: u64 = match (mask, validity) {
-        (None, None) => n as u64,
-        (Some(m), None) => m.iter().map(|&b| u64::from(b)).sum(),
-        (None, Some(v)) => v.iter().map(|&b| u64::from(b != 0)).sum(),
-        (Some(m), Some(v)) => m.iter().zip(v).map(|(&a, &b)| u64::from(a & (b != 0))).sum(),
     };
-    let masked = mask.map_or(n as u64, |m| m.iter().map(|&b| u64::from(b)).sum());
+    let picked = sel.map_or(n as u64, count);
     acc.values += picked;
     acc.nulls += masked - picked;
     if picked == 0 {
@@ -324,65 +327,29 @@ pub(super) fn scan_sel<T: Fast>(
         let mut overflow = false;
         for b0 in (0..n).step_by(SUM_BLOCK) {
             let b1 = (b0 + SUM_BLOCK).min(n);
-            if overflow {
-                break;
-            }
-            if !block_sum::<T>(&mut sum, &vals[b0..b1], b0, &sel) {
+            let block = &vals[b0..b1];
+            let bsel = sel.map(|s| &s[b0..b1]);
+            if !block_sum::<T>(&mut sum, block, bsel) {
                 // Cell by cell, with the overflow test of each addition.
-                for i in b0..b1 {
-                    if sel(i) && !sum.safe_add(val(i).widen()) {
+                for (i, &v) in block.iter().enumerate() {
+                    if bsel.is_none_or(|s| s[i]) && !sum.safe_add(v.widen()) {
                         overflow = true;
                         break;
                     }
                 }
+            }
+            if overflow {
+                break;
             }
         }
         acc.sum = T::store(sum);
         acc.overflow = overflow;
     }
     if want.min_max {
-        let (mut lo, mut hi) = (T::HI, T::LO);
-        let mut lanes_lo = [T::HI; LANES];
-        let mut lanes_hi = [T::LO; LANES];
-        if !T::FLOAT {
-            for i in 0..n {
-                let (v, s) = (val(i), sel(i));
-                let a = if s { v } else { T::HI };
-                let b = if s { v } else { T::LO };
-                lo = if a < lo { a } else { lo };
-                hi = if b > hi { b } else { hi };
-            }
-        } else {
-            let whole = n / LANES * LANES;
-            for c in (0..whole).step_by(LANES) {
-                for k in 0..LANES {
-                    let (v, s) = (val(c + k), sel(c + k));
-                    let a = if s { v } else { T::HI };
-                    let b = if s { v } else { T::LO };
-                    lanes_lo[k] = if a < lanes_lo[k] { a } else { lanes_lo[k] };
-                    lanes_hi[k] = if b > lanes_hi[k] { b } else { lanes_hi[k] };
-                }
-            }
-            for i in whole..n {
-                let (v, s) = (val(i), sel(i));
-                if s && v < lo {
-                    lo = v;
-                }
-                if s && v > hi {
-                    hi = v;
-                }
-            }
-            for k in 0..LANES {
-                if lanes_lo[k] < lo {
-                    lo = lanes_lo[k];
-                }
-                if lanes_hi[k] > hi {
-                    hi = lanes_hi[k];
-                }
-            }
-        }
+        let (lo, hi) = lanes_min_max(vals, sel);
+        let selected = |i: usize| sel.is_none_or(|s| s[i]);
         // The value the sequential scan starts from: the state's, or the first selected.
-        let first = (0..n).find(|&i| sel(i)).map(val);
+        let first = (0..n).find(|&i| selected(i)).map(|i| vals[i]);
         let start_lo = acc.min.as_deref().map(T::read_le).or(first);
         let start_hi = acc.max.as_deref().map(T::read_le).or(first);
         let pick = |start: Option<T>, best: T, better: fn(T, T) -> bool| -> Option<T> {
@@ -393,7 +360,10 @@ pub(super) fn scan_sel<T: Fast>(
             }
             if T::FLOAT && best == T::default() {
                 // Zeros compare equal: the first selected zero is the one kept.
-                return (0..n).filter(|&i| sel(i)).map(val).find(|&v| v == T::default());
+                return (0..n)
+                    .filter(|&i| selected(i))
+                    .map(|i| vals[i])
+                    .find(|&v| v == T::default());
             }
             Some(best)
         };
@@ -409,31 +379,132 @@ pub(super) fn scan_sel<T: Fast>(
     }
 }
 
-/// Adds the selected cells `b0..b1` to `sum` at once when no addition of the sequential
-/// sum can overflow (narrow integers: the sum type has room for the block; floats: the
-/// block's magnitude bound stays under half of `f64::MAX`); `false` (nothing added)
-/// otherwise. Float cells are added in order, so the result rounds as the sequential sum.
+/// The number of `true`s in `s`, added as bytes in runs short enough for a byte counter
+/// (byte lanes: 16 or 32 cells an instruction).
+pub(crate) fn count_true(s: &[bool]) -> u64 {
+    s.chunks(255).map(|c| u64::from(c.iter().fold(0u8, |n, &b| n.wrapping_add(u8::from(b))))).sum()
+}
+
+/// The smallest and largest selected values of `vals` by `<` and `>` (`T::HI` and `T::LO`
+/// when none is selected; `NaN` values never win), over [`LANES`] lanes with the selection
+/// applied as a blend: loops of vector compares and blends, without branches.
+#[inline(always)]
+fn lanes_min_max<T: Fast>(vals: &[T], sel: Option<&[bool]>) -> (T, T) {
+    if !T::FLOAT {
+        // One accumulator: integer min and max reductions vectorise as they are.
+        let (mut lo, mut hi) = (T::HI, T::LO);
+        match sel {
+            None => {
+                for &v in vals {
+                    lo = if v < lo { v } else { lo };
+                    hi = if v > hi { v } else { hi };
+                }
+            }
+            Some(s) => {
+                // Indexed (not zipped): the form the vectoriser takes.
+                let s = &s[..vals.len()];
+                for i in 0..vals.len() {
+                    let (v, k) = (vals[i], s[i]);
+                    let a = if k { v } else { T::HI };
+                    let b = if k { v } else { T::LO };
+                    lo = if a < lo { a } else { lo };
+                    hi = if b > hi { b } else { hi };
+                }
+            }
+        }
+        return (lo, hi);
+    }
+    let mut lanes_lo = [T::HI; LANES];
+    let mut lanes_hi = [T::LO; LANES];
+    let chunks = vals.chunks_exact(LANES);
+    let tail = chunks.remainder();
+    let whole = vals.len() - tail.len();
+    match sel {
+        None => {
+            for vc in chunks {
+                for k in 0..LANES {
+                    let v = vc[k];
+                    lanes_lo[k] = if v < lanes_lo[k] { v } else { lanes_lo[k] };
+                    lanes_hi[k] = if v > lanes_hi[k] { v } else { lanes_hi[k] };
+                }
+            }
+        }
+        Some(s) => {
+            for (vc, sc) in chunks.zip(s.chunks_exact(LANES)) {
+                for k in 0..LANES {
+                    let a = T::pick(sc[k], vc[k], T::HI);
+                    let b = T::pick(sc[k], vc[k], T::LO);
+                    lanes_lo[k] = if a < lanes_lo[k] { a } else { lanes_lo[k] };
+                    lanes_hi[k] = if b > lanes_hi[k] { b } else { lanes_hi[k] };
+                }
+            }
+        }
+    }
+    let (mut lo, mut hi) = (T::HI, T::LO);
+    for (i, &v) in tail.iter().enumerate() {
+        if sel.is_none_or(|s| s[whole + i]) {
+            if v < lo {
+                lo = v;
+            }
+            if v > hi {
+                hi = v;
+            }
+        }
+    }
+    for k in 0..LANES {
+        if lanes_lo[k] < lo {
+            lo = lanes_lo[k];
+        }
+        if lanes_hi[k] > hi {
+            hi = lanes_hi[k];
+        }
+    }
+    (lo, hi)
+}
+
+/// Adds the selected cells of `vals` (all without `sel`) to `sum` at once when no addition
+/// of the sequential sum can overflow (narrow integers: the sum type has room for the
+/// block; floats: the block's magnitude bound stays under half of `f64::MAX`); `false`
+/// (nothing added) otherwise. Float cells are added in order, so the result rounds as the
+/// sequential sum.
 #[inline]
-pub(super) fn block_sum<T: Fast>(
-    sum: &mut T::Acc,
-    vals: &[T],
-    b0: usize,
-    sel: &impl Fn(usize) -> bool,
-) -> bool {
+pub(super) fn block_sum<T: Fast>(sum: &mut T::Acc, vals: &[T], sel: Option<&[bool]>) -> bool {
     if T::NARROW {
         // |block sum| <= 2^16 * 2^32 = 2^48.
-        let mut part = T::Acc::ZERO;
-        for (i, &v) in vals.iter().enumerate() {
-            let v = if sel(b0 + i) { v } else { T::default() };
-            part = part.wrapping(v.widen());
-        }
+        let part = match sel {
+            None => vals.iter().fold(T::Acc::ZERO, |p, &v| p.wrapping(v.widen())),
+            Some(s) => vals
+                .iter()
+                .zip(s)
+                .fold(T::Acc::ZERO, |p, (&v, &s)| p.wrapping(T::pick(s, v, T::default()).widen())),
+        };
         return sum.add_block(part);
     }
     if T::FLOAT {
-        let mut bound = 0f64;
-        for (i, &v) in vals.iter().enumerate() {
-            let m = if sel(b0 + i) { v.mag() } else { 0.0 };
-            bound = if m > bound { m } else { bound };
+        // The largest selected magnitude, by lanes (exact whatever the order).
+        let mut lanes = [0f64; LANES];
+        let chunks = vals.chunks_exact(LANES);
+        let tail = chunks.remainder();
+        match sel {
+            None => chunks.for_each(|vc| {
+                for k in 0..LANES {
+                    let m = vc[k].mag();
+                    lanes[k] = if m > lanes[k] { m } else { lanes[k] };
+                }
+            }),
+            Some(s) => chunks.zip(s.chunks_exact(LANES)).for_each(|(vc, sc)| {
+                for k in 0..LANES {
+                    let m = T::pick(sc[k], vc[k], T::default()).mag();
+                    lanes[k] = if m > lanes[k] { m } else { lanes[k] };
+                }
+            }),
+        }
+        let at = vals.len() - tail.len();
+        let mut bound = lanes.iter().fold(0f64, |b, &m| if m > b { m } else { b });
+        for (i, &v) in tail.iter().enumerate() {
+            if sel.is_none_or(|s| s[at + i]) && v.mag() > bound {
+                bound = v.mag();
+            }
         }
         // Infinities fail the bound (and take the per-cell path); NaN values add as
         // `safe_add` adds them.
@@ -442,9 +513,21 @@ pub(super) fn block_sum<T: Fast>(
         if !matches!(room, Some(Ordering::Less | Ordering::Equal)) {
             return false;
         }
-        for (i, &v) in vals.iter().enumerate() {
-            if sel(b0 + i) {
-                sum.plain_add(v.widen());
+        match sel {
+            None => vals.iter().for_each(|&v| sum.plain_add(v.widen())),
+            Some(s) => {
+                // The selected values are gathered without branches (each is written, the
+                // next slot taken only when selected), then added in order: the addition
+                // chain holds only them.
+                let mut picked = [T::default(); COMPACT];
+                for (vc, sc) in vals.chunks(COMPACT).zip(s.chunks(COMPACT)) {
+                    let mut k = 0;
+                    for (&v, &s) in vc.iter().zip(sc) {
+                        picked[k] = v;
+                        k += usize::from(s);
+                    }
+                    picked[..k].iter().for_each(|&v| sum.plain_add(v.widen()));
+                }
             }
         }
         return true;

@@ -73,6 +73,7 @@ pub use delete::{
 pub use prune::TileStats;
 
 pub(crate) use delete::{apply_deletes_views, delete_marks_views};
+pub(crate) use eval::Prepared;
 
 use crate::{Column, Error, Result};
 use ast::{Node, Resolver};
@@ -263,6 +264,20 @@ impl QueryCondition {
         keep: &mut [bool],
     ) -> Result<()> {
         eval::eval_and(&self.root, columns, keep)
+    }
+
+    /// The condition ready to run over the first `n` cells of `columns` block by block
+    /// ([`Prepared::and_into`]): every column looked up and checked, every value decoded,
+    /// once for all the blocks.
+    ///
+    /// # Errors
+    /// As [`Self::evaluate_views`].
+    pub(crate) fn prepare<'a, 'c: 'a>(
+        &'a self,
+        columns: &dyn Fn(&str) -> Option<ColumnView<'c>>,
+        n: usize,
+    ) -> Result<Prepared<'a>> {
+        Prepared::new(&self.root, columns, n)
     }
 
     /// Whether some leaf reads field `name`.

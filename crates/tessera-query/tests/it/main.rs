@@ -21,6 +21,7 @@ mod groups;
 mod lifecycle;
 mod metadata;
 mod old_formats;
+mod read_aggregates;
 mod read_api;
 mod read_budget_bounded;
 mod read_conditions;

@@ -34,20 +34,34 @@ impl<'a> DenseReader<'a> {
             }
             return Ok(total);
         }
-        // Global order: space tile by space tile.
+        // Global order: space tile by space tile. Each block is answered from tile metadata,
+        // or aggregated in one pass as a whole fragment tile (`fused`), or else gathered into
+        // a batch of positions; partials are folded in block order whatever their path.
         let Some(mut c) = self.cursor.clone() else { return Ok(total) };
         let mut batch: Option<(BlockCursor, Vec<(u64, u64)>)> = None;
+        let mut whole: Vec<(usize, u64)> = Vec::new();
         while !c.done {
             let size = self.block_size(&c.tile);
             let meta = if use_metadata { self.block_metadata(plan, &c.tile, size)? } else { None };
-            match meta {
-                Some(p) => {
-                    if let Some((start, blocks)) = batch.take() {
-                        self.aggregate_blocks(plan, start, &blocks, &mut total)?;
-                    }
+            let one_pass = match meta {
+                Some(_) => None,
+                None => self.fused_source(plan, &c.tile, size),
+            };
+            if (meta.is_some() || one_pass.is_some())
+                && let Some((start, blocks)) = batch.take()
+            {
+                self.aggregate_blocks(plan, start, &blocks, &mut total)?;
+            }
+            if !whole.is_empty() && (one_pass.is_none() || whole.len() >= fused::FUSED_TILES) {
+                for p in self.aggregate_tiles(plan, &whole)? {
                     total.merge(plan, &p);
                 }
-                None => {
+                whole.clear();
+            }
+            match (meta, one_pass) {
+                (Some(p), _) => total.merge(plan, &p),
+                (None, Some(src)) => whole.push(src),
+                (None, None) => {
                     let (start, blocks) = batch.get_or_insert_with(|| (c.clone(), Vec::new()));
                     blocks.push((c.base, size));
                     if c.base + size - start.base >= UNBOUNDED_CHUNK_CELLS
@@ -61,6 +75,9 @@ impl<'a> DenseReader<'a> {
         }
         if let Some((start, blocks)) = batch.take() {
             self.aggregate_blocks(plan, start, &blocks, &mut total)?;
+        }
+        for p in self.aggregate_tiles(plan, &whole)? {
+            total.merge(plan, &p);
         }
         Ok(total)
     }

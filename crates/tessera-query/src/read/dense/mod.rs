@@ -19,11 +19,13 @@
 //! changes and the failing cells take the fill value (and fill validity) of every attribute,
 //! as libtiledb's dense reader does (cells no fragment wrote are fill values either way).
 //!
-//! Aggregates walk the same runs without building columns: tile by tile in global order
-//! (one range per dimension), each whole space tile that the newest fragment holding it
-//! covers entirely being answered from that fragment's tile metadata when it is exact; in
-//! row- or col-major order for multi-range subarrays. Aggregates of dimensions scan the
-//! coordinates of the runs' positions (dense fragments store none).
+//! Aggregates go tile by tile in global order (one range per dimension): each whole space
+//! tile that the newest fragment holding it covers entirely is answered from that fragment's
+//! tile metadata when it is exact, or else read, decoded, tested and aggregated in one pass
+//! by one worker ([`fused`]); the other blocks (partial tiles, overlapping fragments, fill
+//! values, dimensions) walk the same runs as reads without building columns, as do
+//! multi-range subarrays in row-major order. Aggregates of dimensions scan the coordinates of
+//! the runs' positions (dense fragments store none).
 //!
 //! Under a memory budget, batches never hold the whole tiles they meet: fixed-size attributes
 //! without a condition stream from the chunks of the batch's cells ([`stream`]); the other
@@ -33,11 +35,12 @@
 //! One module per part: [`geometry`] (pieces, carving, runs), [`batch`] (batch sizes,
 //! fetching, masks, coordinates), [`stream`] (the copy of fixed-size attributes straight
 //! from tiles or chunks), [`bounded`] (budgeted batches of the other reads), [`masked`]
-//! (copies through a condition's mask) and [`aggregate`].
+//! (copies through a condition's mask), [`aggregate`] and [`fused`] (its one-pass tiles).
 
 mod aggregate;
 mod batch;
 mod bounded;
+mod fused;
 mod geometry;
 mod masked;
 mod stream;

@@ -245,7 +245,12 @@ impl FieldReader {
         }))
     }
 
-    /// Whether values are var-sized.
+    /// The file of the field's fixed-size values (or offsets), for errors.
+    pub(crate) fn data_file(&self) -> &str {
+        &self.data_file
+    }
+
+    /// Whether the field is var-sized.
     pub(crate) fn is_var(&self) -> bool {
         matches!(self.codec, Codec::Var(_))
     }

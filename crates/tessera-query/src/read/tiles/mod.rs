@@ -12,4 +12,4 @@ mod partial;
 pub(crate) use compact::{CellRanges, VarIndex, load_compact, merge_ranges};
 pub(crate) use fetch::{DecodedTile, TileJob, load_tiles, load_tiles_with};
 pub(crate) use locate::{FieldReader, QField, TileCells};
-pub(crate) use partial::{TilePart, load_tile_part, scatter_tile};
+pub(crate) use partial::{TilePart, each_chunk, load_tile_part, scatter_tile};

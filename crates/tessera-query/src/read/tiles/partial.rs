@@ -174,6 +174,52 @@ pub(crate) fn scatter_tile(
     Ok(true)
 }
 
+/// Hands the unfiltered bytes of fixed-size tile `job` to `f` chunk by chunk, in order, each
+/// with the byte of the unfiltered tile where it starts: filtered chunks decoded one at a
+/// time into `buf`, which stays in the CPU's cache, chunks stored without filters handed
+/// over from the bytes read. For scans that consume a tile once, front to back (aggregates):
+/// the decoded tile is never written out whole and read back. `false` (nothing read) for
+/// var-sized or nullable fields and zipped coordinates.
+///
+/// # Errors
+/// As [`load_tiles`]; [`Error::Corrupt`] when the chunks do not cover the tile.
+pub(crate) fn each_chunk(
+    storage: &dyn Storage,
+    job: &TileJob<'_>,
+    buf: &mut Vec<u8>,
+    mut f: impl FnMut(u64, &[u8]),
+) -> Result<bool> {
+    let r = job.reader;
+    let Codec::Fixed { codec, cell_size } = &r.codec else { return Ok(false) };
+    if r.zipped.is_some() || r.validity.is_some() {
+        return Ok(false);
+    }
+    let t = job.tile;
+    let expected = tile_bytes(job, *cell_size)?;
+    let file = r.data_file.as_str();
+    let range = r.range_in(file, &r.offsets, r.file_size, t)?;
+    let bytes = read_pooled(storage, file, range.clone())?;
+    let mut next = 0u64;
+    let mut gap = false;
+    let each = |start: u64, chunk: &[u8]| {
+        gap |= start != next;
+        next = start + chunk.len() as u64;
+        if !gap {
+            f(start, chunk);
+        }
+    };
+    codec
+        .decode_chunks_with(&bytes, expected, std::slice::from_ref(&(0..expected)), buf, each)
+        .map_err(tile_error(file, t, range.start, bytes.len()))?;
+    if gap || next != expected {
+        return Err(Error::Corrupt {
+            file: file.to_owned(),
+            reason: format!("tile {t}: its chunks do not cover its {expected} bytes in order"),
+        });
+    }
+    Ok(true)
+}
+
 /// [`scatter_tile`] for a tile stored without filters (bytes `range` of `file`, `expected`
 /// bytes unfiltered) whose destinations cover it whole: when its chunks are laid out as
 /// libtiledb writes them (see [`PlainChunks`]), one vectored read places the chunk headers
