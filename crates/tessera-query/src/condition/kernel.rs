@@ -126,18 +126,17 @@ impl<T: Num> NumKernel<'_, T> {
         let bits: Option<&[T::Bits]> =
             if cfg!(target_endian = "little") { bytemuck::try_cast_slice(data).ok() } else { None };
         match set {
-            BitSet::Few(members) => {
-                out.fill(false);
-                for &m in members {
-                    match bits {
-                        Some(b) => out.iter_mut().zip(b).for_each(|(o, &b)| *o |= b == m),
-                        None => out
-                            .iter_mut()
+            BitSet::Few(members) => match bits {
+                Some(b) => any_of(out, b, members),
+                None => {
+                    out.fill(false);
+                    for &m in members {
+                        out.iter_mut()
                             .zip(data.chunks_exact(T::SIZE).map(T::bits))
-                            .for_each(|(o, b)| *o |= b == m),
+                            .for_each(|(o, b)| *o |= b == m);
                     }
                 }
-            }
+            },
             BitSet::Many(sorted) => {
                 let cells = data.chunks_exact(T::SIZE).map(T::bits);
                 out.iter_mut().zip(cells).for_each(|(o, b)| *o = sorted.binary_search(&b).is_ok());
@@ -149,6 +148,31 @@ impl<T: Num> NumKernel<'_, T> {
         }
         if self.op == ConditionOp::NotIn {
             out.iter_mut().for_each(|o| *o = !*o);
+        }
+    }
+}
+
+/// `out[i] = cells[i]` is one of `members` (at most [`FEW_MEMBERS`]), in one pass over the
+/// cells: the members are padded to a fixed count by repeating the first (which changes no
+/// answer), so the compiler unrolls the comparisons of a cell and vectorises over the cells,
+/// where a pass per member would read the cells and write the mask once per member.
+fn any_of<B: Copy + Eq>(out: &mut [bool], cells: &[B], members: &[B]) {
+    fn fixed<B: Copy + Eq, const N: usize>(out: &mut [bool], cells: &[B], members: &[B]) {
+        let mut m = [members[0]; N];
+        m[..members.len()].copy_from_slice(members);
+        out.iter_mut()
+            .zip(cells)
+            .for_each(|(o, &c)| *o = m.iter().fold(false, |a, &x| a | (c == x)));
+    }
+    match members.len() {
+        0 => out.fill(false),
+        1 => fixed::<B, 1>(out, cells, members),
+        2 => fixed::<B, 2>(out, cells, members),
+        3 | 4 => fixed::<B, 4>(out, cells, members),
+        5..=8 => fixed::<B, 8>(out, cells, members),
+        9..=FEW_MEMBERS => fixed::<B, FEW_MEMBERS>(out, cells, members),
+        _ => {
+            out.iter_mut().zip(cells).for_each(|(o, c)| *o = members.contains(c));
         }
     }
 }
