@@ -148,8 +148,9 @@ impl DenseReader<'_> {
         let mut part = Partial::new(plan);
         let mut failed: Option<Error> = None;
         let mut mask: Vec<bool> = Vec::new();
-        // Cells are read in place as their type when aligned (chunks stored without filters
-        // start where their header ends); others are copied to an aligned buffer first.
+        // Cells are read in place as their type when aligned to it (chunks stored without
+        // filters start where their header ends); others are copied to an aligned buffer.
+        let align = field.datatype.size().clamp(1, std::mem::align_of::<u64>());
         let mut aligned: Vec<u64> = Vec::new();
         let storage = self.array.storage().as_ref();
         let streamed = each_chunk(storage, job, buf, |at, bytes| {
@@ -168,7 +169,7 @@ impl DenseReader<'_> {
                 });
                 return;
             }
-            let data = if (bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<u64>()) {
+            let data = if (bytes.as_ptr() as usize).is_multiple_of(align) {
                 bytes
             } else {
                 aligned.clear();
@@ -185,7 +186,8 @@ impl DenseReader<'_> {
                 validity: None,
             };
             let cells = bytes.len() / size;
-            let views: Vec<ColumnView<'_>> = plan.fields.iter().map(|_| view).collect();
+            // The one field is the aggregates' (or only the condition's).
+            let views = if plan.fields.is_empty() { &[][..] } else { std::slice::from_ref(&view) };
             match &self.condition {
                 None => {
                     part.add_cells(cells as u64);
@@ -210,7 +212,7 @@ impl DenseReader<'_> {
                             failed = Some(e);
                             return;
                         }
-                        add_masked(plan, &mut part, &views, b0, m);
+                        add_masked(plan, &mut part, views, b0, m);
                     }
                 }
             }
