@@ -106,6 +106,9 @@ impl Cluster {
                 "2",
             ],
         );
+        // An executor that finds no scheduler listening exits at once (`Could not connect to
+        // scheduler`): the scheduler answers first, then the executors start.
+        cluster.wait_ready(0);
         for e in 0..executors {
             cluster.add_executor(e);
         }
@@ -166,7 +169,8 @@ impl Cluster {
         );
     }
 
-    /// Waits (up to 60 s) until the scheduler's REST API lists `n` executors.
+    /// Waits (up to 60 s) until the scheduler's REST API lists `n` executors (`0`: until it
+    /// answers).
     fn wait_ready(&mut self, n: usize) {
         let start = Instant::now();
         loop {
