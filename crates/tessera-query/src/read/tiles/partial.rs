@@ -109,6 +109,30 @@ fn tile_bytes(job: &TileJob<'_>, cell_size: u64) -> Result<u64> {
     })
 }
 
+/// Where a fixed-size tile's values lie, for the readers that take its chunks as they are.
+struct FixedTile<'j> {
+    codec: &'j TileCodec,
+    /// Its unfiltered bytes.
+    expected: u64,
+    file: &'j str,
+    /// Its bytes in `file`.
+    range: Range<u64>,
+}
+
+/// [`FixedTile`] of tile `job`; `None` for var-sized or nullable fields and zipped
+/// coordinates (their chunks are not the values alone).
+fn fixed_tile<'j>(job: &TileJob<'j>) -> Result<Option<FixedTile<'j>>> {
+    let r = job.reader;
+    let Codec::Fixed { codec, cell_size } = &r.codec else { return Ok(None) };
+    if r.zipped.is_some() || r.validity.is_some() {
+        return Ok(None);
+    }
+    let expected = tile_bytes(job, *cell_size)?;
+    let file = r.data_file.as_str();
+    let range = r.range_in(file, &r.offsets, r.file_size, job.tile)?;
+    Ok(Some(FixedTile { codec, expected, file, range }))
+}
+
 /// Copies bytes of the filtered fixed-size tile `job` into `dsts` ((first byte in the
 /// unfiltered tile, destination) pairs, sorted by first byte and not overlapping), decoding
 /// only the chunks that hold them, one at a time into a buffer that stays in cache (see
@@ -124,15 +148,10 @@ pub(crate) fn scatter_tile(
     job: &TileJob<'_>,
     dsts: &mut [(u64, &mut [u8])],
 ) -> Result<bool> {
-    let r = job.reader;
-    let Codec::Fixed { codec, cell_size } = &r.codec else { return Ok(false) };
-    if r.zipped.is_some() || r.validity.is_some() {
+    let Some(FixedTile { codec, expected, file, range }) = fixed_tile(job)? else {
         return Ok(false);
-    }
+    };
     let t = job.tile;
-    let expected = tile_bytes(job, *cell_size)?;
-    let file = r.data_file.as_str();
-    let range = r.range_in(file, &r.offsets, r.file_size, t)?;
     if codec.pipeline_codec().is_empty() {
         return scatter_plain(storage, file, range, expected, dsts);
     }
@@ -189,15 +208,10 @@ pub(crate) fn each_chunk(
     buf: &mut Vec<u8>,
     mut f: impl FnMut(u64, &[u8]),
 ) -> Result<bool> {
-    let r = job.reader;
-    let Codec::Fixed { codec, cell_size } = &r.codec else { return Ok(false) };
-    if r.zipped.is_some() || r.validity.is_some() {
+    let Some(FixedTile { codec, expected, file, range }) = fixed_tile(job)? else {
         return Ok(false);
-    }
+    };
     let t = job.tile;
-    let expected = tile_bytes(job, *cell_size)?;
-    let file = r.data_file.as_str();
-    let range = r.range_in(file, &r.offsets, r.file_size, t)?;
     let bytes = read_pooled(storage, file, range.clone())?;
     let mut next = 0u64;
     let mut gap = false;
