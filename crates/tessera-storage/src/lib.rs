@@ -321,6 +321,17 @@ pub trait ObjectWriter: Send + Sync {
     /// The backend's I/O error.
     fn write_all(&mut self, data: &[u8]) -> Result<()>;
 
+    /// Appends the slices of `pieces` one after the other: a tile written from its own
+    /// bytes between the headers of its frame, without gathering them into one buffer first.
+    /// The default appends each in turn; a file writes them with one `writev`.
+    ///
+    /// # Errors
+    ///
+    /// The backend's I/O error.
+    fn write_all_vectored(&mut self, pieces: &[&[u8]]) -> Result<()> {
+        pieces.iter().try_for_each(|p| self.write_all(p))
+    }
+
     /// Completes the object (durably, where the backend syncs) and returns its size.
     ///
     /// # Errors

@@ -1,7 +1,7 @@
 //! [`LocalStorage`]: a directory on the local file system.
 
 use std::fs::{self, File, Metadata, OpenOptions};
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{self, ErrorKind, IoSlice, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +35,8 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 ///   `.<name>.<pid>-<n>.tessera-tmp`, syncs it, renames it over the target (atomic on POSIX
 ///   file systems) and syncs the directory. [`list`](Storage::list) hides names that start
 ///   with `.` and end with `.tessera-tmp`, so the leftovers of a crash stay invisible too.
+///   An empty object (a commit marker) that does not exist yet is created in place instead:
+///   it is whole the moment it appears.
 /// * [`write`](Storage::write) syncs the file to disk before returning (unless turned off
 ///   with [`with_sync`](LocalStorage::with_sync)), so that data files are durable before the
 ///   commit file that makes them visible is published. So does a [`writer`](Storage::writer)
@@ -108,6 +110,14 @@ impl LocalStorage {
 
     fn stat(&self, op: Op, path: &str, key: &str) -> Result<Option<Metadata>> {
         stat(&self.resolve(key)).map_err(|e| Error::io(op, path, e))
+    }
+
+    /// Makes the entries just made in `dir` durable (when syncing is on).
+    fn sync_dir(&self, op: Op, path: &str, dir: &Path) -> Result<()> {
+        if self.sync {
+            File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(op, path, e))?;
+        }
+        Ok(())
     }
 
     /// Writes `data` to a fresh temporary file in `dir` and returns the file's path.
@@ -494,6 +504,15 @@ impl Storage for LocalStorage {
             return Err(is_a_directory(op, path));
         }
         let dir = self.resolve(parent_key);
+        // An empty object (a commit marker) appears whole the moment it is created: no
+        // temporary file, no rename. Over an existing target, the general path replaces it.
+        if data.is_empty() {
+            match OpenOptions::new().write(true).create_new(true).open(&target) {
+                Ok(_) => return self.sync_dir(op, path, &dir),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io(op, path, e)),
+            }
+        }
         let name = &key[key.rfind('/').map_or(0, |i| i + 1)..];
         let tmp = self.write_temp(op, path, &dir, name, &data)?;
         if let Err(e) = fs::rename(&tmp, &target) {
@@ -504,11 +523,7 @@ impl Storage for LocalStorage {
                 Error::io(op, path, e)
             });
         }
-        if self.sync {
-            // Make the rename itself durable.
-            File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(op, path, e))?;
-        }
-        Ok(())
+        self.sync_dir(op, path, &dir)
     }
 
     fn rename(&self, from: &str, to: &str) -> Result<()> {
@@ -560,19 +575,26 @@ struct LocalWriter {
 impl ObjectWriter for LocalWriter {
     fn write_all(&mut self, data: &[u8]) -> Result<()> {
         self.file.write_all(data).map_err(|e| Error::io(Op::Write, &self.path, e))?;
-        self.size += data.len() as u64;
-        if !self.sync {
-            return Ok(());
-        }
-        self.unsynced += data.len() as u64;
-        if self.unsynced >= WRITEBACK_BYTES {
-            self.unsynced = 0;
-            if self.writeback.is_none() {
-                // Without the helper (no thread to be had) the final sync does it all.
-                self.writeback = Writeback::start(&self.file).ok();
-            }
-            if let Some(w) = &self.writeback {
-                w.request();
+        self.appended(data.len() as u64);
+        Ok(())
+    }
+
+    fn write_all_vectored(&mut self, pieces: &[&[u8]]) -> Result<()> {
+        let mut slices: Vec<IoSlice<'_>> =
+            pieces.iter().filter(|p| !p.is_empty()).map(|p| IoSlice::new(p)).collect();
+        let mut rest = &mut slices[..];
+        while !rest.is_empty() {
+            match self.file.write_vectored(rest) {
+                Ok(0) => {
+                    let e = io::Error::new(ErrorKind::WriteZero, "the file takes no more bytes");
+                    return Err(Error::io(Op::Write, &self.path, e));
+                }
+                Ok(n) => {
+                    IoSlice::advance_slices(&mut rest, n);
+                    self.appended(n as u64);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io(Op::Write, &self.path, e)),
             }
         }
         Ok(())
@@ -586,5 +608,26 @@ impl ObjectWriter for LocalWriter {
             self.file.sync_all().map_err(|e| Error::io(Op::Write, &self.path, e))?;
         }
         Ok(self.size)
+    }
+}
+
+impl LocalWriter {
+    /// Counts `n` bytes appended, and asks for their writeback once enough have piled up.
+    fn appended(&mut self, n: u64) {
+        self.size += n;
+        if !self.sync {
+            return;
+        }
+        self.unsynced += n;
+        if self.unsynced >= WRITEBACK_BYTES {
+            self.unsynced = 0;
+            if self.writeback.is_none() {
+                // Without the helper (no thread to be had) the final sync does it all.
+                self.writeback = Writeback::start(&self.file).ok();
+            }
+            if let Some(w) = &self.writeback {
+                w.request();
+            }
+        }
     }
 }

@@ -818,15 +818,21 @@ pub fn concurrent_writers(s: &dyn Storage) {
     }
 }
 
-/// [`Storage::writer`] builds an object from pieces (creating parents, replacing an object),
-/// reports its size, and refuses the root.
+/// [`Storage::writer`] builds an object from pieces, appended one by one or many at once
+/// (creating parents, replacing an object), reports its size, and refuses the root.
 pub fn writer_in_pieces(s: &dyn Storage) {
     let data = pattern(100_000, 9);
     let mut w = ok(s.writer("dir/sub/pieces.bin"), "writer");
-    for piece in data.chunks(7919) {
+    let (one_by_one, at_once) = data.split_at(60_000);
+    for piece in one_by_one.chunks(7919) {
         ok(w.write_all(piece), "write_all");
     }
     ok(w.write_all(&[]), "write_all empty");
+    // More pieces than one `writev` takes (1024), empty ones among them.
+    let pieces: Vec<&[u8]> =
+        at_once.chunks(13).flat_map(|p| [p, &p[..0]]).chain([&at_once[..0]]).collect();
+    assert!(pieces.len() > 3000);
+    ok(w.write_all_vectored(&pieces), "write_all_vectored");
     assert_eq!(ok(w.finish(), "finish"), data.len() as u64);
     assert!(ok(s.read("dir/sub/pieces.bin"), "read") == data, "pieces differ");
 

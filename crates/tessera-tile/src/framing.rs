@@ -411,6 +411,70 @@ pub fn write_tile(chunks: &[ChunkParts<'_>], out: &mut Vec<u8>) -> Result<()> {
     Ok(())
 }
 
+/// The frame of a tile stored without filters, apart from the tile's bytes: what a writer
+/// needs to put the framed tile on disk straight from the unfiltered bytes (headers and chunk
+/// data in turn, [`PlainFrame::pieces`]) instead of copying them into a framed buffer first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlainFrame {
+    /// `u64 num_chunks` and every chunk's header, back to back.
+    headers: Vec<u8>,
+    /// Each chunk's range in the unfiltered tile.
+    chunks: Vec<Range<usize>>,
+}
+
+impl PlainFrame {
+    /// The frame of a tile cut into `chunks` (ranges covering the tile in order).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a chunk longer than `u32::MAX` bytes.
+    pub fn new(chunks: Vec<Range<usize>>) -> Result<Self> {
+        let mut headers = Vec::with_capacity(NUM_CHUNKS_LEN + CHUNK_HEADER_LEN * chunks.len());
+        headers.extend_from_slice(&(chunks.len() as u64).to_le_bytes());
+        for (i, r) in chunks.iter().enumerate() {
+            let len = u32::try_from(r.len()).map_err(|_| {
+                Error::InvalidInput(format!("chunk {i}: {} bytes exceeds u32", r.len()))
+            })?;
+            headers.extend_from_slice(&len.to_le_bytes());
+            headers.extend_from_slice(&len.to_le_bytes());
+            headers.extend_from_slice(&0u32.to_le_bytes());
+        }
+        Ok(PlainFrame { headers, chunks })
+    }
+
+    /// Bytes of the framed tile.
+    pub fn framed_len(&self) -> usize {
+        self.headers.len() + self.chunks.iter().map(Range::len).sum::<usize>()
+    }
+
+    /// The framed tile of `tile` as slices in file order: the chunk count and first header,
+    /// the first chunk's bytes, the next header, and so on.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when `tile` is not as long as the chunks cover.
+    pub fn pieces<'a>(&'a self, tile: &'a [u8]) -> Result<Vec<&'a [u8]>> {
+        let covered = self.chunks.last().map_or(0, |r| r.end);
+        if tile.len() != covered {
+            return Err(Error::InvalidInput(format!(
+                "a tile of {} bytes for a frame of {covered}",
+                tile.len()
+            )));
+        }
+        let mut out = Vec::with_capacity(2 * self.chunks.len() + 1);
+        let mut at = 0;
+        for (i, r) in self.chunks.iter().enumerate() {
+            let end =
+                if i == 0 { NUM_CHUNKS_LEN + CHUNK_HEADER_LEN } else { at + CHUNK_HEADER_LEN };
+            out.push(&self.headers[at..end]);
+            out.push(&tile[r.clone()]);
+            at = end;
+        }
+        if self.chunks.is_empty() {
+            out.push(&self.headers[..]);
+        }
+        Ok(out)
+    }
+}
+
 /// The framed tile holding `chunks`, as a new vector.
 ///
 /// # Errors
@@ -431,6 +495,31 @@ mod tests {
             ChunkParts { orig_len: 7, metadata: b"", data: b"defgh" },
         ])
         .unwrap()
+    }
+
+    #[test]
+    fn plain_frame_pieces_are_the_framed_tile() {
+        let tile: Vec<u8> = (0..=250u8).collect();
+        for cuts in
+            [std::iter::once(0..251).collect(), vec![0..100, 100..200, 200..251], Vec::new()]
+        {
+            let data = if cuts.is_empty() { &tile[..0] } else { &tile[..] };
+            let frame = PlainFrame::new(cuts.clone()).unwrap();
+            let joined: Vec<u8> = frame.pieces(data).unwrap().concat();
+            let parts: Vec<ChunkParts<'_>> = cuts
+                .iter()
+                .map(|r| ChunkParts {
+                    orig_len: r.len() as u64,
+                    metadata: &[],
+                    data: &data[r.clone()],
+                })
+                .collect();
+            assert_eq!(joined, frame_tile(&parts).unwrap());
+            assert_eq!(frame.framed_len(), joined.len());
+        }
+        assert!(
+            PlainFrame::new(std::iter::once(0..10).collect()).unwrap().pieces(&tile[..9]).is_err()
+        );
     }
 
     #[test]

@@ -44,7 +44,8 @@ mod tile;
 pub use chunking::{Split, compute_chunk_size, use_tile_chunking};
 pub use error::{Error, Result};
 pub use framing::{
-    ChunkInfo, FramedTile, PlainChunks, STRING_PATH_OFFSETS_TILE, TileLayout, unfiltered_slice,
+    ChunkInfo, FramedTile, PlainChunks, PlainFrame, STRING_PATH_OFFSETS_TILE, TileLayout,
+    unfiltered_slice,
 };
 pub use generic::{
     GENERIC_TILE_BASE_SIZE, GENERIC_TILE_CELL_SIZE, GENERIC_TILE_DATATYPE, GenericTile,

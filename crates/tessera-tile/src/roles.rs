@@ -6,7 +6,7 @@ use tessera_filters::{FilterPipeline, PipelineCodec};
 use tessera_types::{CELL_VAL_NUM_VAR, Datatype, EncryptionKey};
 
 use crate::chunking::{Split, use_tile_chunking, validate_offsets};
-use crate::framing::STRING_PATH_OFFSETS_TILE;
+use crate::framing::{PlainFrame, STRING_PATH_OFFSETS_TILE};
 use crate::tile::{
     VarTile, check_len, decode_string_tile, decode_tile, decode_tile_chunks_in_place,
     decode_tile_chunks_into, decode_tile_chunks_with, decode_tile_exact,
@@ -175,6 +175,21 @@ impl TileCodec {
         let split =
             if self.chunking { Split::Fixed { cell_size: self.cell_size } } else { Split::Whole };
         encode_tile(&self.codec, data, split)
+    }
+
+    /// The frame of a tile of `len` bytes when this codec stores tiles as they are (no filter,
+    /// no encryption), so a writer can write the unfiltered bytes themselves between the chunk
+    /// headers ([`PlainFrame::pieces`]); `None` when a filter runs or for var data tiles.
+    ///
+    /// # Errors
+    /// As [`Split::chunk_ranges`].
+    pub fn plain_frame(&self, len: usize) -> Result<Option<PlainFrame>> {
+        if self.role == TileRole::VarData || !self.codec.is_empty() {
+            return Ok(None);
+        }
+        let split =
+            if self.chunking { Split::Fixed { cell_size: self.cell_size } } else { Split::Whole };
+        Ok(Some(PlainFrame::new(split.chunk_ranges(len)?)?))
     }
 
     /// Decodes one tile to its unfiltered bytes.
@@ -470,4 +485,31 @@ fn check_string_path_offsets(offsets_tile: &[u8]) -> Result<()> {
         "the offsets tile of a string-path field must be 8 zero bytes \
          (is the schema version or the pipeline right?)",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_filters::Filter;
+
+    use super::*;
+
+    #[test]
+    fn plain_frame_is_the_encoded_tile() {
+        let data: Vec<u8> = (0..70_000i32).flat_map(i32::to_le_bytes).collect();
+        for version in [22, 1] {
+            let codec =
+                TileCodec::fixed_data(&FilterPipeline::default(), Datatype::Int32, 1, version)
+                    .unwrap();
+            let frame = codec.plain_frame(data.len()).unwrap().expect("no filter");
+            assert_eq!(frame.pieces(&data).unwrap().concat(), codec.encode(&data).unwrap());
+        }
+        let zstd = FilterPipeline::new(vec![Filter::zstd(1)]);
+        let codec = TileCodec::fixed_data(&zstd, Datatype::Int32, 1, 22).unwrap();
+        assert!(codec.plain_frame(data.len()).unwrap().is_none());
+        let key = EncryptionKey::from_bytes(&[7; 32]).unwrap();
+        let codec = TileCodec::fixed_data(&FilterPipeline::default(), Datatype::Int32, 1, 22)
+            .unwrap()
+            .encrypted(Some(&key));
+        assert!(codec.plain_frame(data.len()).unwrap().is_none());
+    }
 }

@@ -173,6 +173,31 @@ pub(crate) fn fill_tile(input: &FieldCells, runs: &[Run], cells: usize) -> Field
     tile
 }
 
+/// The one tile of a write whose cells fill it exactly, in its cell order, without its
+/// fields (the caller moves the cells in); `None` for any other write.
+///
+/// # Errors
+/// As [`DenseTiling::slabs`].
+pub(crate) fn whole_tile(
+    tiling: &DenseTiling,
+    inputs: &[FieldCells],
+    layout: Layout,
+) -> Result<Option<Tile>> {
+    let cells = tiling.cells_per_tile;
+    if tiling.tile_num() != 1 || inputs.iter().any(|f| f.len() != cells) {
+        return Ok(None);
+    }
+    let tile = tiling.tile(0);
+    if tiling.runs(&tile, &tiling.sub, layout) != [Run { dst: 0, src: 0, len: cells }] {
+        return Ok(None);
+    }
+    Ok(Some(Tile {
+        cell_num: cells as u64,
+        fields: Vec::new(),
+        slabs: Some(tiling.slabs(&tile, layout)?),
+    }))
+}
+
 /// Builds tile `k` of every field.
 pub(crate) fn build_tile(
     tiling: &DenseTiling,

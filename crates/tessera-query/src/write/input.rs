@@ -52,6 +52,11 @@ impl FieldCells {
         }
     }
 
+    /// These cells as a tile of their own (their offsets start at 0, as the checks ensure).
+    pub(crate) fn into_tile(self) -> FieldTile {
+        FieldTile { data: self.data, offsets: self.offsets, validity: self.validity }
+    }
+
     /// An empty tile buffer for this field, with room for `cells` cells.
     pub(crate) fn new_tile(&self, cells: usize) -> FieldTile {
         FieldTile {

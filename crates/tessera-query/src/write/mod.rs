@@ -466,7 +466,7 @@ impl<'a> FragmentWrite<'a> {
                         )));
                     }
                     *submitted = n as u128;
-                    return self.write_dense_ordered(&cells);
+                    return self.write_dense_ordered(cells);
                 }
                 *submitted += n as u128;
                 if *submitted > sub_cells {
@@ -491,9 +491,20 @@ impl<'a> FragmentWrite<'a> {
         }
     }
 
-    fn write_dense_ordered(&mut self, cells: &[FieldCells]) -> Result<()> {
+    fn write_dense_ordered(&mut self, cells: Vec<FieldCells>) -> Result<()> {
         let Mode::Dense { tiling, layout, .. } = &self.mode else { unreachable!() };
         let (tiling, layout) = (tiling.clone(), *layout);
+        if let Some(tile) = dense::whole_tile(&tiling, &cells, layout)? {
+            // The cells are the one tile, in its cell order: they become it without a copy.
+            let tile =
+                Tile { fields: cells.into_iter().map(FieldCells::into_tile).collect(), ..tile };
+            self.sink()?.write_tiles(vec![tile])?;
+            if let Mode::Dense { next_tile, .. } = &mut self.mode {
+                *next_tile = 1;
+            }
+            return Ok(());
+        }
+        let cells = &cells[..];
         let bytes: usize =
             cells.iter().map(|c| c.cell_size.unwrap_or(16)).sum::<usize>() * tiling.cells_per_tile;
         let per_batch = batch_tiles(bytes) as u64;

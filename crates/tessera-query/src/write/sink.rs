@@ -16,7 +16,7 @@ use tessera_fragment::{
 use tessera_rtree::{DimCoords, DimType, Mbr, RTree};
 use tessera_schema::ArraySchema;
 use tessera_storage::{ObjectWriter, Storage};
-use tessera_tile::{TileCodec, VarTileCodec};
+use tessera_tile::{PlainFrame, TileCodec, VarTileCodec};
 use tessera_types::{CELL_VAL_NUM_VAR, FORMAT_VERSION};
 
 use crate::{Error, Result};
@@ -63,21 +63,27 @@ struct Coder<'s> {
 }
 
 impl Coder<'_> {
-    /// Filters every field of `tiles` on the worker threads, and computes their MBRs.
-    fn encode(&self, tiles: &[Tile]) -> EncodedBatch {
-        let jobs: Vec<(usize, usize)> =
-            (0..tiles.len()).flat_map(|t| (0..self.fields.len()).map(move |f| (t, f))).collect();
-        let fields = &self.fields;
-        let encoded: Vec<Result<EncodedField>> = jobs
-            .par_iter()
-            .map(|&(t, f)| encode_field(&fields[f], &tiles[t].fields[f], &tiles[t]))
-            .collect();
+    /// Filters every field of `tiles` on the worker threads, and computes their MBRs. The
+    /// tiles are consumed: a tile stored without filters is handed on as it is.
+    fn encode(&self, tiles: Vec<Tile>) -> EncodedBatch {
         let mbrs: Vec<Result<Mbr>> = if self.dense {
             Vec::new()
         } else {
             tiles.par_iter().map(|t| self.tile_mbr(t)).collect()
         };
-        EncodedBatch { fields: encoded, cells: tiles.iter().map(|t| t.cell_num).collect(), mbrs }
+        let cells = tiles.iter().map(|t| t.cell_num).collect();
+        let fields = self.fields;
+        let encoded: Vec<Result<EncodedField>> = tiles
+            .into_par_iter()
+            .flat_map(|mut tile| {
+                let cells = std::mem::take(&mut tile.fields);
+                cells
+                    .into_par_iter()
+                    .enumerate()
+                    .map(move |(f, ft)| encode_field(&fields[f], ft, &tile))
+            })
+            .collect();
+        EncodedBatch { fields: encoded, cells, mbrs }
     }
 
     fn tile_mbr(&self, tile: &Tile) -> Result<Mbr> {
@@ -160,9 +166,41 @@ impl Progress<'_> {
     }
 }
 
+/// The bytes of a data tile as they go to its file.
+enum TileBytes {
+    /// Filtered and framed.
+    Framed(Vec<u8>),
+    /// Stored without filters: the unfiltered bytes, written between the headers of `frame`.
+    Plain { tile: Vec<u8>, frame: PlainFrame },
+}
+
+impl TileBytes {
+    /// Bytes in the file.
+    fn len(&self) -> usize {
+        match self {
+            TileBytes::Framed(b) => b.len(),
+            TileBytes::Plain { frame, .. } => frame.framed_len(),
+        }
+    }
+
+    /// Appends the tile to `w`.
+    fn write_to(&self, w: &mut dyn ObjectWriter) -> Result<()> {
+        match self {
+            TileBytes::Framed(b) => w.write_all(b)?,
+            TileBytes::Plain { tile, frame } => {
+                let pieces = frame
+                    .pieces(tile)
+                    .map_err(|e| Error::InvalidWrite(format!("a plain tile: {e}")))?;
+                w.write_all_vectored(&pieces)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A tile of one field after filtering.
 struct EncodedField {
-    data: Vec<u8>,
+    data: TileBytes,
     var: Option<Vec<u8>>,
     var_size: u64,
     validity: Option<Vec<u8>>,
@@ -381,7 +419,7 @@ impl<'a> FragmentSink<'a> {
         let FragmentSink { progress, fields, schema, dims, dim_fields, .. } = self;
         let coder = Coder { fields, dense: schema.is_dense(), dims, dim_fields };
         let (appended, encoded) =
-            rayon::join(|| pending.map_or(Ok(()), |b| progress.append(b)), || coder.encode(&tiles));
+            rayon::join(|| pending.map_or(Ok(()), |b| progress.append(b)), || coder.encode(tiles));
         appended?;
         self.pending = Some(encoded);
         Ok(())
@@ -523,7 +561,11 @@ impl FieldOut<'_> {
             Ok(())
         };
         self.tile_offsets.push(self.sizes[0]);
-        write(&mut self.data, &e.data)?;
+        let data = self
+            .data
+            .as_mut()
+            .ok_or_else(|| Error::InvalidWrite("the fragment is closed".into()))?;
+        e.data.write_to(data.as_mut())?;
         self.sizes[0] += e.data.len() as u64;
         if let Some(v) = &e.var {
             self.tile_var_offsets.push(self.sizes[1]);
@@ -541,8 +583,9 @@ impl FieldOut<'_> {
     }
 }
 
-/// Filters one field's tile and computes its metadata.
-fn encode_field(f: &SinkField, ft: &FieldTile, tile: &Tile) -> Result<EncodedField> {
+/// Filters one field's tile and computes its metadata (`tile` gives the cell count and slabs;
+/// its fields have been taken out).
+fn encode_field(f: &SinkField, ft: FieldTile, tile: &Tile) -> Result<EncodedField> {
     let n = tile.cell_num;
     let name = &f.info.name;
     let bad = |what: String| Error::InvalidWrite(format!("field {name:?}: {what}"));
@@ -558,28 +601,23 @@ fn encode_field(f: &SinkField, ft: &FieldTile, tile: &Tile) -> Result<EncodedFie
         (None, Some(_)) => return Err(bad("validity for a field that is not nullable".into())),
         _ => {}
     }
-    let (data, var, var_size, stats_fixed): (Vec<u8>, Option<Vec<u8>>, u64, &[u8]) = match &f.codec
-    {
-        Codec::Fixed(codec) => {
-            if ft.data.len() as u64 != n * f.info.cell_size {
-                return Err(bad(format!(
-                    "{} bytes for {n} cells of {} bytes",
-                    ft.data.len(),
-                    f.info.cell_size
-                )));
-            }
-            (codec.encode(&ft.data).map_err(enc_err(&f.data_file))?, None, 0, &ft.data)
+    match &f.codec {
+        Codec::Fixed(_) if ft.data.len() as u64 != n * f.info.cell_size => {
+            return Err(bad(format!(
+                "{} bytes for {n} cells of {} bytes",
+                ft.data.len(),
+                f.info.cell_size
+            )));
         }
-        Codec::Var(codec) => {
-            let offsets = ft.offsets.as_deref().ok_or_else(|| bad("no offsets".into()))?;
-            if offsets.len() as u64 != n {
-                return Err(bad(format!("{} offsets for {n} cells", offsets.len())));
+        Codec::Var(_) => match ft.offsets.as_deref() {
+            None => return Err(bad("no offsets".into())),
+            Some(o) if o.len() as u64 != n => {
+                return Err(bad(format!("{} offsets for {n} cells", o.len())));
             }
-            let file = f.var_file.as_deref().unwrap_or(&f.data_file);
-            let e = codec.encode(offsets, &ft.data).map_err(enc_err(file))?;
-            (e.offsets, Some(e.data), ft.data.len() as u64, bytemuck::cast_slice(offsets))
-        }
-    };
+            Some(_) => {}
+        },
+        Codec::Fixed(_) => {}
+    }
     let validity = match (&f.validity_codec, &ft.validity) {
         (Some(codec), Some(v)) => {
             Some(codec.encode(v).map_err(enc_err(f.validity_file.as_deref().unwrap_or_default()))?)
@@ -588,7 +626,7 @@ fn encode_field(f: &SinkField, ft: &FieldTile, tile: &Tile) -> Result<EncodedFie
     };
     let td = TileData {
         cell_num: n,
-        fixed: stats_fixed,
+        fixed: ft.offsets.as_deref().map_or(&ft.data, |o| bytemuck::cast_slice(o)),
         var: ft.offsets.as_ref().map(|_| ft.data.as_slice()),
         validity: ft.validity.as_deref(),
     };
@@ -597,5 +635,21 @@ fn encode_field(f: &SinkField, ft: &FieldTile, tile: &Tile) -> Result<EncodedFie
         None => tile_stats_full(&f.info, &td),
     }
     .map_err(|e| bad(e.to_string()))?;
+    let (data, var, var_size) = match &f.codec {
+        Codec::Fixed(codec) => {
+            // Without filters the tile's own bytes go to the file: no framed copy.
+            let data = match codec.plain_frame(ft.data.len()).map_err(enc_err(&f.data_file))? {
+                Some(frame) => TileBytes::Plain { tile: ft.data, frame },
+                None => TileBytes::Framed(codec.encode(&ft.data).map_err(enc_err(&f.data_file))?),
+            };
+            (data, None, 0)
+        }
+        Codec::Var(codec) => {
+            let offsets = ft.offsets.as_deref().unwrap_or_default();
+            let file = f.var_file.as_deref().unwrap_or(&f.data_file);
+            let e = codec.encode(offsets, &ft.data).map_err(enc_err(file))?;
+            (TileBytes::Framed(e.offsets), Some(e.data), ft.data.len() as u64)
+        }
+    };
     Ok(EncodedField { data, var, var_size, validity, stats })
 }

@@ -196,3 +196,58 @@ fn sparse_errors_leave_the_array_unchanged() {
     assert!(storage.list("__fragments").unwrap().is_empty());
     assert!(storage.list("__commits").unwrap().is_empty());
 }
+
+/// The data files of the only fragment in `storage`, by name.
+fn fragment_files(storage: &MemoryStorage) -> Vec<(String, Vec<u8>)> {
+    let frags = storage.list("__fragments").unwrap();
+    assert_eq!(frags.len(), 1);
+    let dir = format!("__fragments/{}", frags[0].name);
+    let mut files: Vec<(String, Vec<u8>)> = storage
+        .list(&dir)
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.name != "__fragment_metadata.tdb")
+        .map(|e| (e.name.clone(), storage.read(&format!("{dir}/{}", e.name)).unwrap().to_vec()))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_write_of_one_whole_tile_stores_what_the_tiling_path_stores() {
+    // Rows 1..=4, cols 1..=2 are exactly tile 0: in row-major order the cells become the tile
+    // without a copy; in global order they go through the tiling path. Same files, same cells.
+    let a: Vec<i32> = (0..8).map(|i| i * 7 - 20).collect();
+    let s: Vec<String> = (0..8).map(|i| "z".repeat(i % 3)).collect();
+    let validity = vec![1, 1, 0, 1, 1, 0, 1, 1];
+    let mut stored = Vec::new();
+    for layout in [Layout::RowMajor, Layout::GlobalOrder] {
+        let storage = dense_array();
+        let array = Array::open(storage.clone()).unwrap();
+        array
+            .write()
+            .range_i64("r", 1, 4)
+            .range_i64("c", 1, 2)
+            .values("a", &a)
+            .var_values("s", &s)
+            .validity("s", validity.clone())
+            .layout(layout)
+            .timestamp(10)
+            .submit()
+            .unwrap()
+            .unwrap();
+        let array = Array::open(storage.clone()).unwrap();
+        let res = array.read().range_i64("r", 1, 4).range_i64("c", 1, 2).execute().unwrap();
+        assert_eq!(i32s(&res.column("a").unwrap().data), a, "{layout:?}");
+        let col = res.column("s").unwrap();
+        for (i, v) in validity.iter().enumerate() {
+            assert_eq!(col.is_valid(i), *v == 1, "{layout:?} cell {i}");
+            if *v == 1 {
+                assert_eq!(col.cell(i), Some(s[i].as_bytes()), "{layout:?} cell {i}");
+            }
+        }
+        stored.push(fragment_files(&storage));
+    }
+    assert_eq!(stored[0], stored[1]);
+    assert_eq!(stored[0].len(), 4, "a, s, its offsets and its validity");
+}
