@@ -76,8 +76,8 @@ impl Coder<'_> {
         let encoded: Vec<Result<EncodedField>> = tiles
             .into_par_iter()
             .flat_map(|mut tile| {
-                let cells = std::mem::take(&mut tile.fields);
-                cells
+                let field_tiles = std::mem::take(&mut tile.fields);
+                field_tiles
                     .into_par_iter()
                     .enumerate()
                     .map(move |(f, ft)| encode_field(&fields[f], ft, &tile))
