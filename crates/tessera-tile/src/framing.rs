@@ -426,11 +426,20 @@ impl PlainFrame {
     /// The frame of a tile cut into `chunks` (ranges covering the tile in order).
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for a chunk longer than `u32::MAX` bytes.
+    /// [`Error::InvalidInput`] for chunks that do not follow one another from byte 0, and for
+    /// a chunk longer than `u32::MAX` bytes.
     pub fn new(chunks: Vec<Range<usize>>) -> Result<Self> {
         let mut headers = Vec::with_capacity(NUM_CHUNKS_LEN + CHUNK_HEADER_LEN * chunks.len());
         headers.extend_from_slice(&(chunks.len() as u64).to_le_bytes());
+        let mut next = 0;
         for (i, r) in chunks.iter().enumerate() {
+            if r.start != next || r.end < r.start {
+                return Err(Error::InvalidInput(format!(
+                    "chunk {i} covers bytes {}..{} where the tile goes on at byte {next}",
+                    r.start, r.end
+                )));
+            }
+            next = r.end;
             let len = u32::try_from(r.len()).map_err(|_| {
                 Error::InvalidInput(format!("chunk {i}: {} bytes exceeds u32", r.len()))
             })?;
@@ -520,6 +529,15 @@ mod tests {
         assert!(
             PlainFrame::new(std::iter::once(0..10).collect()).unwrap().pieces(&tile[..9]).is_err()
         );
+        // A gap, a start past 0, a chunk that ends before it starts.
+        let bad: [Vec<Range<usize>>; 3] = [
+            vec![0..10, 11..20],
+            vec![Range { start: 5, end: 10 }],
+            vec![0..10, Range { start: 10, end: 5 }],
+        ];
+        for chunks in bad {
+            assert!(PlainFrame::new(chunks.clone()).is_err(), "{chunks:?}");
+        }
     }
 
     #[test]
